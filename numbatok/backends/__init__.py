@@ -1,0 +1,18 @@
+"""Drivers that run the pipeline steps over a whole batch: `cpu` (njit, prange) and `cuda` (kernels)."""
+import os
+
+
+def simulator_enabled():
+    return os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+
+
+def gpu_available():
+    """True when a real CUDA GPU can be used. Never true under the simulator: device='auto' must not
+    route real work to it (ask for device='cuda' explicitly to test the simulated path)."""
+    if simulator_enabled():
+        return False
+    try:
+        from numba import cuda
+        return bool(cuda.is_available())
+    except Exception:  # no numba-cuda, no driver, broken toolkit: all mean "no GPU" here
+        return False

@@ -1,0 +1,112 @@
+"""Encode results: `Encoding` (the reference's per-text object, the slow path) and `RaggedEncoding`
+(arrays for a whole batch, no per-token Python objects: the fast path)."""
+import numpy as np
+
+
+class Encoding:
+    """One encoded text, field for field as `tokenizers.Encoding`."""
+
+    __slots__ = ("ids", "tokens", "offsets", "attention_mask", "type_ids", "special_tokens_mask", "word_ids",
+                 "overflowing")
+
+    def __init__(self, ids, tokens, offsets, type_ids, special_tokens_mask, word_ids):
+        self.ids = ids
+        self.tokens = tokens
+        self.offsets = offsets
+        self.type_ids = type_ids
+        self.special_tokens_mask = special_tokens_mask
+        self.attention_mask = [1] * len(ids)
+        self.word_ids = word_ids
+        self.overflowing = []
+
+    @property
+    def words(self):
+        return self.word_ids
+
+    @property
+    def n_sequences(self):
+        return 1
+
+    def __len__(self):
+        return len(self.ids)
+
+    def __repr__(self):
+        return (f"Encoding(num_tokens={len(self.ids)}, attributes=[ids, type_ids, tokens, offsets, "
+                "attention_mask, special_tokens_mask, word_ids, overflowing])")
+
+
+class RaggedEncoding:
+    """A batch of token id rows as flat arrays: row i is ids[row_offsets[i]:row_offsets[i + 1]].
+
+    Arrays are numpy on the CPU backend and CuPy when the tokenizer ran on the GPU with the result
+    left on the device. Optional per-token fields are None unless asked for.
+    """
+
+    def __init__(self, ids, row_offsets, offsets=None, type_ids=None, special_tokens_mask=None, word_ids=None):
+        self.ids = ids
+        self.row_offsets = row_offsets
+        self.offsets = offsets
+        self.type_ids = type_ids
+        self.special_tokens_mask = special_tokens_mask
+        self.word_ids = word_ids
+
+    def __len__(self):
+        return int(self.row_offsets.shape[0]) - 1
+
+    @property
+    def lengths(self):
+        return self.row_offsets[1:] - self.row_offsets[:-1]
+
+    def __getitem__(self, i):
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(f"row {i} out of range for {n} rows")
+        return self.ids[int(self.row_offsets[i]):int(self.row_offsets[i + 1])]
+
+    def to_list(self):
+        """Python lists of ids per row (the slow path, for interop)."""
+        ids = self.ids.get() if hasattr(self.ids, "get") else self.ids
+        ro = self.row_offsets.get() if hasattr(self.row_offsets, "get") else self.row_offsets
+        return [a.tolist() for a in np.split(ids, ro[1:-1])]
+
+    def to_padded(self, pad_id=0, length=None, side="right"):
+        """(ids, attention_mask) as 2-D arrays of shape (rows, length or the longest row).
+
+        Rows longer than `length` are cut (on the right); use the tokenizer's truncation for the
+        reference's truncation semantics.
+        """
+        xp = _array_module(self.ids)
+        lens = self.lengths
+        n = len(self)
+        width = int(lens.max()) if length is None and n else int(length or 0)
+        out = xp.full((n, width), pad_id, dtype=self.ids.dtype)
+        mask = xp.zeros((n, width), dtype=np.int64)
+        if n == 0 or width == 0:
+            return out, mask
+        keep = xp.minimum(lens, width)
+        row = xp.repeat(xp.arange(n), lens)
+        col = xp.arange(self.ids.shape[0]) - self.row_offsets[:-1][row]
+        sel = col < width
+        if side == "left":
+            col = col + (width - keep)[row]
+        out[row[sel], col[sel]] = self.ids[sel]
+        mask[row[sel], col[sel]] = 1
+        return out, mask
+
+    def __dlpack__(self, *args, **kwargs):
+        return self.ids.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self.ids.__dlpack_device__()
+
+    def __repr__(self):
+        return f"RaggedEncoding(rows={len(self)}, tokens={int(self.ids.shape[0])})"
+
+
+def _array_module(a):
+    if type(a).__module__.startswith("cupy"):
+        import cupy
+        return cupy
+    return np

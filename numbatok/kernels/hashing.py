@@ -1,0 +1,112 @@
+"""Open-addressing hash tables over flat numpy arrays: the only kind that works inside CUDA kernels.
+
+Bytes -> id tables store ids in power-of-two slot arrays and compare keys against the token-bytes
+table (data + offsets), so a probe touches no Python object. Pair tables key (left id, right id)
+packed into one int64.
+"""
+import numpy as np
+
+from .._numba import jitable
+
+_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
+_FNV_PRIME = np.uint64(0x100000001B3)
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+@jitable
+def fnv1a(data, s, e):
+    h = np.uint64(0xCBF29CE484222325)
+    for i in range(s, e):
+        h = (h ^ np.uint64(data[i])) * np.uint64(0x100000001B3)
+    return h
+
+
+@jitable
+def bytes_lookup(slots, tok_data, tok_offsets, key, s, e):
+    """id whose bytes equal key[s:e], or -1."""
+    mask = slots.shape[0] - 1
+    i = np.int64(fnv1a(key, s, e) & np.uint64(mask))
+    n = e - s
+    while True:
+        tid = slots[i]
+        if tid < 0:
+            return -1
+        ts = tok_offsets[tid]
+        if tok_offsets[tid + 1] - ts == n:
+            same = True
+            for j in range(n):
+                if tok_data[ts + j] != key[s + j]:
+                    same = False
+                    break
+            if same:
+                return tid
+        i = (i + 1) & mask
+
+
+@jitable
+def pair_slot(keys, key):
+    """Slot of `key` in a pair table, or -1."""
+    mask = keys.shape[0] - 1
+    h = (np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)
+    i = np.int64(h & np.uint64(mask))
+    while True:
+        k = keys[i]
+        if k == key:
+            return i
+        if k < 0:
+            return -1
+        i = (i + 1) & mask
+
+
+def build_bytes_table(tok_data, tok_offsets, ids):
+    """Slots for the given ids (keys are their bytes in tok_data). Later ids never shadow earlier ones."""
+    n = max(len(ids), 1)
+    size = 1 << int(np.ceil(np.log2(n * 2 + 1)))
+    slots = np.full(size, -1, dtype=np.int32)
+    _fill_bytes(slots, tok_data, tok_offsets, np.asarray(ids, dtype=np.int32))
+    return slots
+
+
+def build_pair_table(keys, values_list):
+    """keys: int64 array; returns (slot keys, *value arrays aligned with slots)."""
+    n = max(len(keys), 1)
+    size = 1 << int(np.ceil(np.log2(n * 2 + 1)))
+    slot_keys = np.full(size, -1, dtype=np.int64)
+    where = np.empty(len(keys), dtype=np.int64)
+    _fill_pairs(slot_keys, keys, where)
+    outs = []
+    for v in values_list:
+        arr = np.full(size, -1, dtype=v.dtype)
+        arr[where] = v
+        outs.append(arr)
+    return (slot_keys, *outs)
+
+
+from .._numba import cpu_kernel  # noqa: E402
+
+
+@cpu_kernel
+def _fill_bytes(slots, tok_data, tok_offsets, ids):
+    mask = slots.shape[0] - 1
+    for t in ids:
+        s = tok_offsets[t]
+        e = tok_offsets[t + 1]
+        if bytes_lookup(slots, tok_data, tok_offsets, tok_data, s, e) >= 0:
+            continue
+        i = np.int64(fnv1a(tok_data, s, e) & np.uint64(mask))
+        while slots[i] >= 0:
+            i = (i + 1) & mask
+        slots[i] = t
+
+
+@cpu_kernel
+def _fill_pairs(slot_keys, keys, where):
+    mask = slot_keys.shape[0] - 1
+    for j in range(keys.shape[0]):
+        key = keys[j]
+        h = (np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)
+        i = np.int64(h & np.uint64(mask))
+        while slot_keys[i] >= 0 and slot_keys[i] != key:
+            i = (i + 1) & mask
+        slot_keys[i] = key
+        where[j] = i

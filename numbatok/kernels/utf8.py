@@ -1,0 +1,37 @@
+"""UTF-8 stepping and decoding on byte arrays (input is validated before it reaches a kernel)."""
+from .._numba import jitable
+
+
+@jitable
+def seq_len(b):
+    """Length of the UTF-8 sequence that starts with byte `b`."""
+    if b < 0x80:
+        return 1
+    if b < 0xE0:
+        return 2
+    if b < 0xF0:
+        return 3
+    return 4
+
+
+@jitable
+def decode(data, p):
+    """(code point, length) of the character starting at data[p]."""
+    b0 = int(data[p])
+    if b0 < 0x80:
+        return b0, 1
+    if b0 < 0xE0:
+        return ((b0 & 0x1F) << 6) | (int(data[p + 1]) & 0x3F), 2
+    if b0 < 0xF0:
+        return ((b0 & 0x0F) << 12) | ((int(data[p + 1]) & 0x3F) << 6) | (int(data[p + 2]) & 0x3F), 3
+    return (((b0 & 0x07) << 18) | ((int(data[p + 1]) & 0x3F) << 12)
+            | ((int(data[p + 2]) & 0x3F) << 6) | (int(data[p + 3]) & 0x3F)), 4
+
+
+@jitable
+def char_start_before(data, p, lo):
+    """Start of the character that ends right before byte p (p > lo)."""
+    q = p - 1
+    while q > lo and (int(data[q]) & 0xC0) == 0x80:
+        q -= 1
+    return q

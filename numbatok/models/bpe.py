@@ -1,0 +1,289 @@
+"""BPE model: merge a word's symbols by lowest merge rank, leftmost first, exactly as the reference.
+
+Tables (flat numpy, built once per tokenizer):
+  tok_data/tok_offsets  bytes each id stands for (model space: raw bytes for byte-level vocabularies)
+  vocab_slots           bytes -> id open-addressing table over those bytes
+  merge_keys/ranks/new  (left id * n_ids + right id) -> (rank, merged id)
+  byte_ids[256]         id of each single byte (byte-level fast path), -1 when absent
+  byte_fallback_ids[256] id of "<0xXX>" tokens, -1 when absent
+
+Words of up to SMALL symbols merge with a linear scan over cached pair ranks in scratch the caller
+provides (registers/local memory on the GPU); longer words use a heap, O(n log n), so a 1 MB word
+costs milliseconds, not hours.
+"""
+import numpy as np
+
+from .._numba import jitable
+from ..kernels.hashing import build_bytes_table, build_pair_table, bytes_lookup, pair_slot
+from ..kernels.utf8 import seq_len
+
+NAME = "BPE"
+SMALL = 64
+NO_RANK = np.int32(2**31 - 1)
+
+
+class BPETables:
+    def __init__(self, id_bytes, merges, *, unk_id=-1, fuse_unk=False, byte_fallback=False,
+                 continuing_subword_prefix=b"", end_of_word_suffix=b"", ignore_merges=False, byte_level=True,
+                 n_ids=None):
+        """id_bytes: list indexed by id of bytes (None for ids the model cannot produce);
+        merges: list of (left id, right id, merged id) in rank order."""
+        self.n_ids = n_ids if n_ids is not None else len(id_bytes)
+        lens = np.array([len(b) if b is not None else 0 for b in id_bytes], dtype=np.int64)
+        self.tok_offsets = np.zeros(len(id_bytes) + 1, dtype=np.int64)
+        np.cumsum(lens, out=self.tok_offsets[1:])
+        self.tok_data = np.frombuffer(b"".join(b for b in id_bytes if b is not None), dtype=np.uint8).copy()
+        if self.tok_data.shape[0] == 0:
+            self.tok_data = np.zeros(1, np.uint8)
+        ids = [i for i, b in enumerate(id_bytes) if b is not None]
+        self.vocab_slots = build_bytes_table(self.tok_data, self.tok_offsets, ids)
+        m = np.asarray(merges, dtype=np.int64).reshape(-1, 3)
+        keys = m[:, 0] * self.n_ids + m[:, 1]
+        self.merge_keys, self.merge_ranks, self.merge_new = build_pair_table(
+            keys, [np.arange(len(m), dtype=np.int32), m[:, 2].astype(np.int32)])
+        self.byte_ids = np.full(256, -1, dtype=np.int32)
+        for i, b in enumerate(id_bytes):
+            if b is not None and len(b) == 1 and self.byte_ids[b[0]] < 0:
+                self.byte_ids[b[0]] = i
+        self.byte_fallback_ids = np.full(256, -1, dtype=np.int32)
+        self.affix = np.frombuffer(continuing_subword_prefix + end_of_word_suffix + b"\0", dtype=np.uint8).copy()
+        self.n_prefix = len(continuing_subword_prefix)
+        self.n_suffix = len(end_of_word_suffix)
+        # flags: bit0 fuse_unk, bit1 byte_fallback, bit2 ignore_merges, bit3 byte-level symbols
+        self.flags = (1 * fuse_unk) | (2 * byte_fallback) | (4 * ignore_merges) | (8 * byte_level)
+        self.unk_id = unk_id
+        # leading / trailing ' ' bytes of each token, for the ByteLevel offset trimming
+        self.lead_spaces = np.zeros(len(id_bytes), dtype=np.int32)
+        self.trail_spaces = np.zeros(len(id_bytes), dtype=np.int32)
+        for i, b in enumerate(id_bytes):
+            if b:
+                self.lead_spaces[i] = len(b) - len(b.lstrip(b" "))
+                self.trail_spaces[i] = len(b) - len(b.rstrip(b" "))
+
+    def set_byte_fallback(self, vocab):
+        for b in range(256):
+            self.byte_fallback_ids[b] = vocab.get(f"<0x{b:02X}>", -1)
+
+    def arrays(self):
+        return (self.tok_data, self.tok_offsets, self.vocab_slots, self.merge_keys, self.merge_ranks,
+                self.merge_new, self.byte_ids, self.byte_fallback_ids, self.affix,
+                np.array([self.n_ids, self.n_prefix, self.n_suffix, self.flags, self.unk_id], dtype=np.int64))
+
+
+@jitable
+def _lookup_affixed(w, s, e, first, last, tok_data, tok_offsets, vocab_slots, affix, n_prefix, n_suffix, kbuf):
+    # Vocabulary lookup of (prefix if not first) + w[s:e] + (suffix if last), built in kbuf.
+    if (first or n_prefix == 0) and (not last or n_suffix == 0):
+        return bytes_lookup(vocab_slots, tok_data, tok_offsets, w, s, e)
+    k = 0
+    if not first:
+        for j in range(n_prefix):
+            kbuf[k] = affix[j]
+            k += 1
+    for j in range(s, e):
+        kbuf[k] = w[j]
+        k += 1
+    if last:
+        for j in range(n_suffix):
+            kbuf[k] = affix[n_prefix + j]
+            k += 1
+    return bytes_lookup(vocab_slots, tok_data, tok_offsets, kbuf, 0, k)
+
+
+@jitable
+def init_symbols(w, n, tok_data, tok_offsets, vocab_slots, byte_ids, byte_fallback_ids, affix, params,
+                 sym_id, sym_st, sym_en, kbuf):
+    """Initial symbols of word w[0:n] (one per byte or per character), unknowns handled as the reference.
+
+    Writes ids and byte spans; returns the symbol count (which may be 0 when unknowns are dropped).
+    """
+    n_prefix = params[1]
+    n_suffix = params[2]
+    flags = params[3]
+    unk_id = params[4]
+    byte_level = (flags & 8) != 0
+    k = 0
+    unk_open = False
+    unk_st = 0
+    unk_en = 0
+    i = 0
+    while i < n:
+        step = 1 if byte_level else seq_len(w[i])
+        j = i + step
+        first = i == 0
+        last = j >= n
+        if byte_level and n_prefix == 0 and n_suffix == 0:
+            tid = byte_ids[w[i]]
+        else:
+            tid = _lookup_affixed(w, i, j, first, last, tok_data, tok_offsets, vocab_slots, affix,
+                                  n_prefix, n_suffix, kbuf)
+        if tid >= 0:
+            if unk_open:
+                sym_id[k] = unk_id
+                sym_st[k] = unk_st
+                sym_en[k] = unk_en
+                k += 1
+                unk_open = False
+            sym_id[k] = tid
+            sym_st[k] = i
+            sym_en[k] = j
+            k += 1
+        else:
+            handled = False
+            if (flags & 2) != 0:
+                all_known = True
+                for q in range(i, j):
+                    if byte_fallback_ids[w[q]] < 0:
+                        all_known = False
+                if all_known:
+                    # (the reference checks only the bytes of the character itself)
+                    for q in range(i, j):
+                        sym_id[k] = byte_fallback_ids[w[q]]
+                        sym_st[k] = q
+                        sym_en[k] = q + 1
+                        k += 1
+                    handled = True
+            if not handled and unk_id >= 0:
+                if unk_open and (flags & 1) != 0:
+                    unk_en = j
+                else:
+                    if unk_open:
+                        sym_id[k] = unk_id
+                        sym_st[k] = unk_st
+                        sym_en[k] = unk_en
+                        k += 1
+                    unk_open = True
+                    unk_st = i
+                    unk_en = j
+        i = j
+    if unk_open:
+        sym_id[k] = unk_id
+        sym_st[k] = unk_st
+        sym_en[k] = unk_en
+        k += 1
+    return k
+
+
+@jitable
+def _rank(merge_keys, merge_ranks, n_ids, left, right):
+    s = pair_slot(merge_keys, np.int64(left) * n_ids + right)
+    if s < 0:
+        return 2147483647, s
+    return merge_ranks[s], s
+
+
+@jitable
+def merge_linear(sym_id, sym_st, sym_en, n, merge_keys, merge_ranks, merge_new, n_ids, rank_buf, slot_buf):
+    """Merges in place (lowest rank, leftmost first); returns the new symbol count. O(n^2), for short words."""
+    for i in range(n - 1):
+        rank_buf[i], slot_buf[i] = _rank(merge_keys, merge_ranks, n_ids, sym_id[i], sym_id[i + 1])
+    while n > 1:
+        best = -1
+        best_rank = 2147483647
+        for i in range(n - 1):
+            if rank_buf[i] < best_rank:
+                best_rank = rank_buf[i]
+                best = i
+        if best < 0:
+            break
+        sym_id[best] = merge_new[slot_buf[best]]
+        sym_en[best] = sym_en[best + 1]
+        for i in range(best + 1, n - 1):
+            sym_id[i] = sym_id[i + 1]
+            sym_st[i] = sym_st[i + 1]
+            sym_en[i] = sym_en[i + 1]
+            rank_buf[i] = rank_buf[i + 1]
+            slot_buf[i] = slot_buf[i + 1]
+        n -= 1
+        if best > 0:
+            rank_buf[best - 1], slot_buf[best - 1] = _rank(merge_keys, merge_ranks, n_ids, sym_id[best - 1], sym_id[best])
+        if best < n - 1:
+            rank_buf[best], slot_buf[best] = _rank(merge_keys, merge_ranks, n_ids, sym_id[best], sym_id[best + 1])
+    return n
+
+
+@jitable
+def _heap_push(heap, size, key):
+    i = size
+    heap[i] = key
+    while i > 0:
+        parent = (i - 1) >> 1
+        if heap[parent] <= heap[i]:
+            break
+        t = heap[parent]
+        heap[parent] = heap[i]
+        heap[i] = t
+        i = parent
+    return size + 1
+
+
+@jitable
+def _heap_pop(heap, size):
+    top = heap[0]
+    size -= 1
+    heap[0] = heap[size]
+    i = 0
+    while True:
+        left = 2 * i + 1
+        if left >= size:
+            break
+        c = left
+        if left + 1 < size and heap[left + 1] < heap[left]:
+            c = left + 1
+        if heap[i] <= heap[c]:
+            break
+        t = heap[c]
+        heap[c] = heap[i]
+        heap[i] = t
+        i = c
+    return top, size
+
+
+@jitable
+def merge_heap(sym_id, sym_st, sym_en, n, merge_keys, merge_ranks, merge_new, n_ids, heap, nxt, prv):
+    """Same result as merge_linear in O(n log n): a heap of (rank, position) over a linked list."""
+    size = 0
+    for i in range(n):
+        nxt[i] = i + 1 if i + 1 < n else -1
+        prv[i] = i - 1
+    for i in range(n - 1):
+        r, s = _rank(merge_keys, merge_ranks, n_ids, sym_id[i], sym_id[i + 1])
+        if s >= 0:
+            size = _heap_push(heap, size, (np.int64(r) << 32) | i)
+    while size > 0:
+        key, size = _heap_pop(heap, size)
+        r = np.int32(key >> 32)
+        i = np.int64(key & 0xFFFFFFFF)
+        if sym_id[i] < 0:
+            continue
+        j = nxt[i]
+        if j < 0:
+            continue
+        r2, s2 = _rank(merge_keys, merge_ranks, n_ids, sym_id[i], sym_id[j])
+        if s2 < 0 or r2 != r:
+            continue
+        sym_id[i] = merge_new[s2]
+        sym_en[i] = sym_en[j]
+        sym_id[j] = -1
+        nj = nxt[j]
+        nxt[i] = nj
+        if nj >= 0:
+            prv[nj] = i
+        p = prv[i]
+        if p >= 0:
+            r3, s3 = _rank(merge_keys, merge_ranks, n_ids, sym_id[p], sym_id[i])
+            if s3 >= 0:
+                size = _heap_push(heap, size, (np.int64(r3) << 32) | p)
+        if nj >= 0:
+            r3, s3 = _rank(merge_keys, merge_ranks, n_ids, sym_id[i], sym_id[nj])
+            if s3 >= 0:
+                size = _heap_push(heap, size, (np.int64(r3) << 32) | i)
+    k = 0
+    i = 0
+    while i >= 0 and i < n:
+        sym_id[k] = sym_id[i]
+        sym_st[k] = sym_st[i]
+        sym_en[k] = sym_en[i]
+        k += 1
+        i = nxt[i]
+    return k

@@ -1,0 +1,150 @@
+"""The per-row and per-word steps of an encode, written once and driven by both backends.
+
+Row step (one row -> its words): added-token split (two passes, as the reference), then the
+pre-tokenizer on every remaining piece. A word is a byte span [ws, we) of the batch, a flag wv for a
+virtual leading space (add_prefix_space), and wk: -1 for text, else the id of the added token it is.
+
+Word step (one word -> its tokens): copy the word's model-space bytes, build the initial symbols,
+merge. Tokens are written at the word's capacity offset (a word never yields more tokens than its
+byte length), then compacted, so the model runs once, not once to size and once to fill.
+"""
+from ._numba import jitable
+from .added_tokens import find_next
+from .kernels.utf8 import seq_len
+from .models.bpe import SMALL, init_symbols, merge_heap, merge_linear
+from .pre_tokenizers import split_piece
+from .unicode_tables import SPACE
+from .kernels.utf8 import decode
+from .kernels.hashing import bytes_lookup
+
+
+@jitable
+def _added_pass2(data, a, b, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first,
+                 write, ws, we, wv, wk, k):
+    start_offset = a
+    pos = a
+    while True:
+        t, s, e, resume = find_next(data, pos, a, b, start_offset, 1, classes, at_data, at_off, at_flags, at_first)
+        if t < 0:
+            break
+        if start_offset < s:
+            k = split_piece(data, start_offset, s, pt_kind, pt_prefix, classes, write, ws, we, wv, wk, k)
+        if write:
+            ws[k] = s
+            we[k] = e
+            wv[k] = 0
+            wk[k] = at_ids[t]
+        k += 1
+        start_offset = e
+        pos = resume
+    if start_offset < b:
+        k = split_piece(data, start_offset, b, pt_kind, pt_prefix, classes, write, ws, we, wv, wk, k)
+    return k
+
+
+@jitable
+def row_words(data, a, b, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first,
+              write, ws, we, wv, wk, k):
+    """Words of row [a, b) appended at k; returns the new count. With write=False it only counts."""
+    if at_ids.shape[0] == 0:
+        return split_piece(data, a, b, pt_kind, pt_prefix, classes, write, ws, we, wv, wk, k)
+    start_offset = a
+    pos = a
+    while True:
+        t, s, e, resume = find_next(data, pos, a, b, start_offset, 0, classes, at_data, at_off, at_flags, at_first)
+        if t < 0:
+            break
+        if start_offset < s:
+            k = _added_pass2(data, start_offset, s, pt_kind, pt_prefix, classes, at_data, at_off, at_ids,
+                             at_flags, at_first, write, ws, we, wv, wk, k)
+        if write:
+            ws[k] = s
+            we[k] = e
+            wv[k] = 0
+            wk[k] = at_ids[t]
+        k += 1
+        start_offset = e
+        pos = resume
+    if start_offset < b:
+        k = _added_pass2(data, start_offset, b, pt_kind, pt_prefix, classes, at_data, at_off, at_ids,
+                         at_flags, at_first, write, ws, we, wv, wk, k)
+    return k
+
+
+@jitable
+def word_tokens(data, s, e, virt, kind, tok_data, tok_offsets, vocab_slots, merge_keys, merge_ranks, merge_new,
+                byte_ids, byte_fallback_ids, affix, params,
+                w, sym_id, sym_st, sym_en, rank_buf, slot_buf, heap, nxt, prv, kbuf):
+    """Tokens of one word into sym_id / sym_st / sym_en (spans in model-space word bytes); returns count."""
+    if kind >= 0:
+        sym_id[0] = kind
+        sym_st[0] = 0
+        sym_en[0] = e - s
+        return 1
+    n = e - s + virt
+    if virt:
+        w[0] = 32
+    for i in range(s, e):
+        w[i - s + virt] = data[i]
+    if (params[3] & 4) != 0:  # ignore_merges: a word that is itself a token is taken whole
+        from_vocab = _whole(w, n, tok_data, tok_offsets, vocab_slots)
+        if from_vocab >= 0:
+            sym_id[0] = from_vocab
+            sym_st[0] = 0
+            sym_en[0] = n
+            return 1
+    m = init_symbols(w, n, tok_data, tok_offsets, vocab_slots, byte_ids, byte_fallback_ids, affix, params,
+                     sym_id, sym_st, sym_en, kbuf)
+    if m <= SMALL:
+        return merge_linear(sym_id, sym_st, sym_en, m, merge_keys, merge_ranks, merge_new, params[0], rank_buf, slot_buf)
+    return merge_heap(sym_id, sym_st, sym_en, m, merge_keys, merge_ranks, merge_new, params[0], heap, nxt, prv)
+
+
+@jitable
+def _whole(w, n, tok_data, tok_offsets, vocab_slots):
+    return bytes_lookup(vocab_slots, tok_data, tok_offsets, w, 0, n)
+
+
+@jitable
+def token_span(data, s, e, virt, kind, st, en, row_end):
+    """Byte span in the batch of a token covering model bytes [st, en) of word (s, e, virt), widened to
+    whole characters as the reference's alignments do (a byte-level token inside a character gets the
+    whole character)."""
+    if kind >= 0:
+        return s, e
+    a = s + st - virt
+    if a < s:
+        a = s
+    z = s + en - virt
+    if virt and en == 1:
+        z = s + seq_len(data[s]) if s < row_end else s
+    while a > 0 and (data[a] & 0xC0) == 0x80:
+        a -= 1
+    while z < row_end and (data[z] & 0xC0) == 0x80:
+        z += 1
+    return a, z
+
+
+@jitable
+def space_counts(data, a, z, classes):
+    """Leading and trailing White_Space characters of data[a:z] (offset trimming of added tokens)."""
+    lead = 0
+    p = a
+    while p < z:
+        c, n = decode(data, p)
+        if (classes[c] & SPACE) == 0:
+            break
+        lead += 1
+        p += n
+    trail = 0
+    q = z
+    while q > a:
+        r = q - 1
+        while r > a and (data[r] & 0xC0) == 0x80:
+            r -= 1
+        c, n = decode(data, r)
+        if (classes[c] & SPACE) == 0:
+            break
+        trail += 1
+        q = r
+    return lead, trail

@@ -1,0 +1,101 @@
+"""ByteLevel pre-tokenizer: the GPT-2 split pattern as a hand-written scanner, plus the byte <-> char map.
+
+The reference matches
+    's|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+
+with a backtracking engine, leftmost-first. `match_end` reproduces it exactly with one forward
+walk (the classes come from `unicode_tables`, verified against the reference per code point). The
+byte-to-unicode map is applied implicitly: numbatok keeps words as raw bytes and keys the
+vocabulary by the bytes each token stands for, which is the same bijection without the detour.
+
+Left out: `add_prefix_space` is a virtual leading space (a flag on the word), never a copy.
+"""
+from ..kernels.utf8 import decode
+from ..unicode_tables import L, N, S
+from .._numba import jitable
+
+NAME = "ByteLevel"
+
+
+def bytes_to_unicode():
+    """GPT-2's reversible byte -> printable character map."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs)}
+
+
+BYTE_TO_CHAR = bytes_to_unicode()
+CHAR_TO_BYTE = {c: b for b, c in BYTE_TO_CHAR.items()}
+
+
+def token_to_bytes(token):
+    """The raw bytes a byte-level token stands for, or None if it has characters outside the map."""
+    try:
+        return bytes(CHAR_TO_BYTE[c] for c in token)
+    except KeyError:
+        return None
+
+
+@jitable
+def _cp(data, p, a, virt):
+    # Character at position p of the piece [a, ...) whose virtual leading space (if any) is at a - 1.
+    if virt and p == a - 1:
+        return 32, 1
+    return decode(data, p)
+
+
+@jitable
+def _run(data, p, b, classes, want):
+    # End of the run of characters whose class bits intersect `want` (want == 0: none of L|N|S).
+    while p < b:
+        c, n = decode(data, p)
+        k = classes[c] & (L | N | S)
+        if want == 0:
+            if k != 0:
+                break
+        elif (k & want) == 0:
+            break
+        p += n
+    return p
+
+
+@jitable
+def match_end(data, p, a, b, virt, classes):
+    """End of the pre-token starting at p inside piece [a, b) (p may be a - 1 for the virtual space)."""
+    c, n = _cp(data, p, a, virt)
+    if c == 39 and p + 1 < b:  # contractions, case-sensitive as in the pattern
+        c1 = data[p + 1]
+        if c1 == 115 or c1 == 116 or c1 == 109 or c1 == 100:  # s t m d
+            return p + 2
+        if p + 2 < b:
+            c2 = data[p + 2]
+            if (c1 == 114 and c2 == 101) or (c1 == 118 and c2 == 101) or (c1 == 108 and c2 == 108):
+                return p + 3
+    k = classes[c] & (L | N | S)
+    if c == 32 and p + n < b:  # ' ?' before a letter, number or other run
+        c1, n1 = decode(data, p + n)
+        k1 = classes[c1] & (L | N | S)
+        if k1 == L or k1 == N:
+            return _run(data, p + n + n1, b, classes, k1)
+        if k1 == 0:
+            return _run(data, p + n + n1, b, classes, 0)
+    if k == L or k == N:
+        return _run(data, p + n, b, classes, k)
+    if k == 0:
+        return _run(data, p + n, b, classes, 0)
+    # Whitespace: \s+(?!\S) gives back the last character of a run followed by non-space; a run of
+    # one such character falls through to \s+.
+    q = p + n
+    last = p
+    while q < b:
+        c1, n1 = decode(data, q)
+        if (classes[c1] & S) == 0:
+            return last if last > p else q
+        last = q
+        q += n1
+    return q

@@ -1,0 +1,150 @@
+"""tokenizer.json -> a validated Spec. One registry per section, keyed by each component's "type".
+
+Anything numbatok cannot reproduce exactly raises UnsupportedComponentError naming the JSON path,
+the type, and what is supported; nothing is approximated.
+"""
+import json
+from dataclasses import dataclass, field
+
+from . import decoders, processors
+from .added_tokens import AddedToken
+from .errors import NumbatokError, UnsupportedComponentError
+from .pre_tokenizers import GPT2, WHOLE
+
+
+@dataclass
+class PreTokenizerSpec:
+    kind: int = WHOLE
+    add_prefix_space: bool = False
+    byte_level: bool = False
+
+
+@dataclass
+class BPESpec:
+    vocab: dict
+    merges: list
+    unk_token: str = None
+    continuing_subword_prefix: str = ""
+    end_of_word_suffix: str = ""
+    fuse_unk: bool = False
+    byte_fallback: bool = False
+    ignore_merges: bool = False
+
+
+@dataclass
+class Spec:
+    model: BPESpec
+    pre_tokenizer: PreTokenizerSpec
+    post_processor: processors.PostProcessor
+    decoder: object
+    added_tokens: list = field(default_factory=list)
+    raw: dict = None
+
+
+def _unsupported(path, t, supported):
+    return UnsupportedComponentError(
+        f"{path}: type {t!r} is not supported yet (supported: {', '.join(supported)})")
+
+
+def _byte_level_pre(d, path, out):
+    if d.get("use_regex", True):
+        out.kind = GPT2
+    out.add_prefix_space = bool(d.get("add_prefix_space", True))
+    out.byte_level = True
+
+
+PRE_TOKENIZERS = {"ByteLevel": _byte_level_pre}
+
+
+def _pre_tokenizer(d, path="pre_tokenizer"):
+    out = PreTokenizerSpec()
+    if d is None:
+        return out
+    items = [(d, path)]
+    if d.get("type") == "Sequence":
+        items = [(sub, f"{path}.pretokenizers[{j}]") for j, sub in enumerate(d.get("pretokenizers", []))]
+        if len(items) > 1:
+            raise UnsupportedComponentError(
+                f"{path}: a Sequence of {len(items)} pre-tokenizers is not supported yet "
+                f"(types: {[s.get('type') for s, _ in items]}); supported: a single ByteLevel")
+    for sub, p in items:
+        fn = PRE_TOKENIZERS.get(sub.get("type"))
+        if fn is None:
+            raise _unsupported(p, sub.get("type"), list(PRE_TOKENIZERS) + ["Sequence of one", "none"])
+        fn(sub, p, out)
+    return out
+
+
+def _bpe(d, path):
+    dropout = d.get("dropout")
+    if dropout not in (None, 0, 0.0):
+        raise UnsupportedComponentError(
+            f"{path}.dropout: BPE dropout={dropout} is random by design and cannot be matched id for id; "
+            "set it to null for inference (it is a training-time regularizer)")
+    merges = []
+    for j, m in enumerate(d.get("merges", [])):
+        if isinstance(m, str):
+            parts = m.split(" ")
+            if len(parts) != 2:
+                raise NumbatokError(f"{path}.merges[{j}]: {m!r} is not two tokens separated by one space")
+            merges.append((parts[0], parts[1]))
+        else:
+            merges.append((m[0], m[1]))
+    return BPESpec(
+        vocab=d.get("vocab", {}), merges=merges, unk_token=d.get("unk_token"),
+        continuing_subword_prefix=d.get("continuing_subword_prefix") or "",
+        end_of_word_suffix=d.get("end_of_word_suffix") or "",
+        fuse_unk=bool(d.get("fuse_unk", False)), byte_fallback=bool(d.get("byte_fallback", False)),
+        ignore_merges=bool(d.get("ignore_merges", False)))
+
+
+MODELS = {"BPE": _bpe}
+
+
+def _model(d, path="model"):
+    if d is None:
+        raise NumbatokError(f"{path}: missing; a tokenizer.json needs a model")
+    t = d.get("type")
+    if t is None:  # older files leave the model untagged; the reference infers it from the fields
+        t = "BPE" if "merges" in d else ("Unigram" if isinstance(d.get("vocab"), list) else
+                                          ("WordPiece" if "max_input_chars_per_word" in d else "WordLevel"))
+    fn = MODELS.get(t)
+    if fn is None:
+        raise _unsupported(path, t, list(MODELS))
+    return fn(d, path)
+
+
+def _normalizer(d, path="normalizer"):
+    if d is None:
+        return None
+    raise _unsupported(path, d.get("type"), ["none"])
+
+
+def _added(items, path="added_tokens"):
+    out = []
+    for j, a in enumerate(items or []):
+        try:
+            out.append(AddedToken(id=int(a["id"]), content=a["content"], single_word=bool(a.get("single_word", False)),
+                                  lstrip=bool(a.get("lstrip", False)), rstrip=bool(a.get("rstrip", False)),
+                                  normalized=bool(a.get("normalized", True)), special=bool(a.get("special", False))))
+        except (KeyError, TypeError, ValueError) as e:
+            raise NumbatokError(f"{path}[{j}]: malformed added token ({e})") from None
+    return out
+
+
+def parse(text):
+    try:
+        d = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise NumbatokError(f"not a tokenizer.json: invalid JSON ({e})") from None
+    if not isinstance(d, dict) or "model" not in d:
+        raise NumbatokError("not a tokenizer.json: expected an object with a 'model' key")
+    _normalizer(d.get("normalizer"))
+    for key in ("truncation", "padding"):
+        if d.get(key) is not None:
+            raise UnsupportedComponentError(
+                f"{key}: a {key} section is not supported yet; remove it from the file (set it to null) "
+                f"and {'truncate' if key == 'truncation' else 'pad'} the returned arrays yourself")
+    return Spec(model=_model(d.get("model")), pre_tokenizer=_pre_tokenizer(d.get("pre_tokenizer")),
+                post_processor=processors.parse(d.get("post_processor")), decoder=decoders.parse(d.get("decoder")),
+                added_tokens=_added(d.get("added_tokens")), raw=d)

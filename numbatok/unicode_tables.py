@@ -1,0 +1,81 @@
+"""Per-code-point property bits used by the scanners, as one flat uint8 table (0x110000 entries).
+
+The bits reproduce what the reference tokenizers actually do, not what the newest Unicode says:
+`tokenizers` matches the GPT-2 pattern with an Oniguruma build whose Unicode version is older than
+Python's `regex`, and thousands of recently assigned code points differ. `build()` starts from
+`regex` and then asks the reference's own ByteLevel pre-tokenizer about every code point; the
+verified table is shipped in `data/unicode_classes.npz` and guarded by a test over all code points.
+
+Rebuild (needs `tokenizers`): python -m numbatok.unicode_tables
+"""
+import os
+
+import numpy as np
+
+L = 1        # \p{L} in the GPT-2 pattern
+N = 2        # \p{N} in the GPT-2 pattern
+S = 4        # \s in the GPT-2 pattern
+WORD = 8     # \w as the added-token single_word check sees it
+SPACE = 16   # White_Space as the added-token lstrip/rstrip checks see it
+
+NCP = 0x110000
+_PATH = os.path.join(os.path.dirname(__file__), "data", "unicode_classes.npz")
+_table = None
+
+
+def load():
+    global _table
+    if _table is None:
+        with np.load(_PATH) as z:
+            _table = np.ascontiguousarray(z["classes"].astype(np.uint8))
+    return _table
+
+
+def _from_regex():
+    import regex
+
+    t = np.zeros(NCP, dtype=np.uint8)
+    pats = [(L, regex.compile(r"\p{L}")), (N, regex.compile(r"\p{N}")), (S, regex.compile(r"\s")),
+            (WORD, regex.compile(r"\w")), (SPACE, regex.compile(r"\p{White_Space}"))]
+    for cp in range(NCP):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        c = chr(cp)
+        for bit, p in pats:
+            if p.match(c):
+                t[cp] |= bit
+    return t
+
+
+def _gpt2_class_by_reference(cp, pre):
+    """L, N, S or 0 as the reference's GPT-2 pattern treats code point `cp`."""
+    c = chr(cp)
+    if len(pre.pre_tokenize_str("a" + c)) == 1:
+        return L
+    if len(pre.pre_tokenize_str("1" + c)) == 1:
+        return N
+    if len(pre.pre_tokenize_str("!" + c)) == 1:
+        return 0
+    return S
+
+
+def build():
+    from tokenizers import pre_tokenizers
+
+    pre = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    t = _from_regex()
+    changed = 0
+    for cp in range(NCP):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        ref = _gpt2_class_by_reference(cp, pre)
+        if (t[cp] & (L | N | S)) != ref:
+            changed += 1
+            t[cp] = (t[cp] & ~np.uint8(L | N | S)) | ref
+    os.makedirs(os.path.dirname(_PATH), exist_ok=True)
+    np.savez_compressed(_PATH, classes=t)
+    return changed
+
+
+if __name__ == "__main__":
+    print(f"{build()} code points differ from the regex package's Unicode tables; table written to {_PATH}")
