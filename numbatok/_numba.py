@@ -2,26 +2,39 @@
 
 Nothing here touches a GPU. CUDA is imported only by `numbatok.backends.cuda`, on first use.
 """
+import hashlib
 import os
 import tempfile
 
 import numpy as np
 
 
-def _ensure_cache_dir():
-    # `cache=True` fails at import when the package directory is read-only (system installs,
-    # containers) and no NUMBA_CACHE_DIR is set; fall back to a per-user temp directory.
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        return
-    here = os.path.dirname(os.path.abspath(__file__))
-    probe = os.path.join(here, "__pycache__")
-    try:
-        os.makedirs(probe, exist_ok=True)
-        if os.access(probe, os.W_OK):
-            return
-    except OSError:
-        pass
-    os.environ["NUMBA_CACHE_DIR"] = os.path.join(tempfile.gettempdir(), f"numbatok-numba-cache-{os.getuid() if hasattr(os, 'getuid') else 'user'}")
+def _source_stamp():
+    # Numba invalidates a cached kernel only when its own file changes, not when a helper it
+    # inlines from another module does; keying the cache folder by every source file's stat makes
+    # any edit (or upgrade) start from a clean cache.
+    h = hashlib.sha256()
+    for dirpath, _, files in sorted(os.walk(_HERE)):
+        for f in sorted(files):
+            if f.endswith(".py"):
+                st = os.stat(os.path.join(dirpath, f))
+                h.update(f"{dirpath[len(_HERE):]}/{f}:{st.st_mtime_ns}:{st.st_size};".encode())
+    return h.hexdigest()[:16]
+
+
+def _cache_dir():
+    # A user cache folder (never the package folder, which may be read-only), else the temp dir.
+    base = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "numbatok")
+    for root in (base, os.path.join(tempfile.gettempdir(), "numbatok-cache")):
+        path = os.path.join(root, _source_stamp())
+        try:
+            os.makedirs(path, exist_ok=True)
+            if os.access(path, os.W_OK):
+                return path
+        except OSError:
+            continue
+    return None
 
 
 def _numpy_shims():
@@ -31,9 +44,10 @@ def _numpy_shims():
         np.row_stack = np.vstack
 
 
-_ensure_cache_dir()
+_HERE = os.path.dirname(os.path.abspath(__file__))
 _numpy_shims()
 
+import numba  # noqa: E402
 from numba import njit, prange  # noqa: E402
 from numba.extending import register_jitable  # noqa: E402
 
@@ -41,10 +55,24 @@ from numba.extending import register_jitable  # noqa: E402
 jitable = register_jitable
 
 
+CACHE_DIR = _cache_dir()
+
+
+def cached(decorate):
+    """Applies a numba decorator with the cache folder pointed at numbatok's own (then restored, so
+    other numba users in the process keep theirs)."""
+    saved = numba.config.CACHE_DIR
+    numba.config.CACHE_DIR = CACHE_DIR or saved
+    try:
+        return decorate()
+    finally:
+        numba.config.CACHE_DIR = saved
+
+
 def cpu_kernel(fn=None, *, parallel=False):
     """njit with the project's defaults (cached, no Python fallback)."""
     def wrap(f):
-        return njit(cache=True, nogil=True, parallel=parallel, boundscheck=False)(f)
+        return cached(lambda: njit(cache=CACHE_DIR is not None, nogil=True, parallel=parallel, boundscheck=False)(f))
     return wrap(fn) if fn is not None else wrap
 
 

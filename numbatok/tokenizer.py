@@ -82,12 +82,14 @@ class Tokenizer:
 
     @classmethod
     def from_file(cls, path, device="auto"):
+        device = _resolve_device(device)  # a device problem is not the file's: report it first, plainly
         with open(path, encoding="utf-8") as f:
             text = f.read()
         try:
-            return cls.from_str(text, device=device)
+            spec = _spec.parse(text)
         except NumbatokError as e:
             raise type(e)(f"{path}: {e}") from None
+        return cls(spec, device=device, json_text=text)
 
     @classmethod
     def from_pretrained(cls, name_or_path, device="auto"):
@@ -211,7 +213,11 @@ class Tokenizer:
             tok_word = _segment_ids(m, word_tok, T)
             tok.update(st=st, en=en, word=tok_word - r["row_word"][:-1][tok_row],
                        span_st=r["t_st"], span_en=r["t_en"], added=r["t_added"])
-        items = pp.single if add_special_tokens else [("seq", 0, 0)]
+        if add_special_tokens:
+            items = pp.single
+        else:  # no special tokens, but a template still sets the sequence's type id
+            seq_item = [it for it in pp.single if it[0] == "seq"]
+            items = [("seq", 0, seq_item[0][2] if "TemplateProcessing" in pp.kinds and seq_item else 0)]
         lens = row_tok[1:] - row_tok[:-1]
         if max_length is not None:
             n_special = sum(len(it[1]) for it in items if it[0] == "special")

@@ -96,6 +96,8 @@ def init_symbols(w, n, tok_data, tok_offsets, vocab_slots, byte_ids, byte_fallba
     """Initial symbols of word w[0:n] (one per byte or per character), unknowns handled as the reference.
 
     Writes ids and byte spans; returns the symbol count (which may be 0 when unknowns are dropped).
+    Spans are the running sum of the kept symbols' lengths, as the reference's Word computes them:
+    after a dropped unknown character the following offsets shift left, exactly as there.
     """
     n_prefix = params[1]
     n_suffix = params[2]
@@ -103,6 +105,7 @@ def init_symbols(w, n, tok_data, tok_offsets, vocab_slots, byte_ids, byte_fallba
     unk_id = params[4]
     byte_level = (flags & 8) != 0
     k = 0
+    acc = 0
     unk_open = False
     unk_st = 0
     unk_en = 0
@@ -120,13 +123,15 @@ def init_symbols(w, n, tok_data, tok_offsets, vocab_slots, byte_ids, byte_fallba
         if tid >= 0:
             if unk_open:
                 sym_id[k] = unk_id
-                sym_st[k] = unk_st
-                sym_en[k] = unk_en
+                sym_st[k] = acc
+                acc += unk_en - unk_st
+                sym_en[k] = acc
                 k += 1
                 unk_open = False
             sym_id[k] = tid
-            sym_st[k] = i
-            sym_en[k] = j
+            sym_st[k] = acc
+            acc += j - i
+            sym_en[k] = acc
             k += 1
         else:
             handled = False
@@ -139,8 +144,9 @@ def init_symbols(w, n, tok_data, tok_offsets, vocab_slots, byte_ids, byte_fallba
                     # (the reference checks only the bytes of the character itself)
                     for q in range(i, j):
                         sym_id[k] = byte_fallback_ids[w[q]]
-                        sym_st[k] = q
-                        sym_en[k] = q + 1
+                        sym_st[k] = acc
+                        acc += 1
+                        sym_en[k] = acc
                         k += 1
                     handled = True
             if not handled and unk_id >= 0:
@@ -149,8 +155,9 @@ def init_symbols(w, n, tok_data, tok_offsets, vocab_slots, byte_ids, byte_fallba
                 else:
                     if unk_open:
                         sym_id[k] = unk_id
-                        sym_st[k] = unk_st
-                        sym_en[k] = unk_en
+                        sym_st[k] = acc
+                        acc += unk_en - unk_st
+                        sym_en[k] = acc
                         k += 1
                     unk_open = True
                     unk_st = i
@@ -158,8 +165,9 @@ def init_symbols(w, n, tok_data, tok_offsets, vocab_slots, byte_ids, byte_fallba
         i = j
     if unk_open:
         sym_id[k] = unk_id
-        sym_st[k] = unk_st
-        sym_en[k] = unk_en
+        sym_st[k] = acc
+        acc += unk_en - unk_st
+        sym_en[k] = acc
         k += 1
     return k
 

@@ -1,0 +1,52 @@
+"""Parity with `tokenizers` on generated text: arbitrary Unicode, whitespace runs, CRLF, combining
+marks, ZWJ emoji, CJK, RTL, contractions, special tokens in the text, long words, empty strings."""
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import SHIPPED, assert_same_encodings, numbatok_tok, reference_tok
+
+PIECES = [" ", "  ", "   ", "\t", "\n", "\r\n", "\r", "\x0b", "\x0c", "\xa0", "\x85", "\u2028", "\u3000", "\u200b",
+          "\u200d", "\u0301", "e\u0301", "\U0001F468\u200d\U0001F469\u200d\U0001F467", "\U0001F44D\U0001F3FD",
+          "\U0001F1EB\U0001F1F7", "日本語のテキスト", "中文", "한국어", "مرحبا بالعالم", "שלום", "Ελληνικά", "Привет",
+          "'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'S", "''", "I'M", "x'y", "123", "４５", "Ⅻ", "½",
+          "<|endoftext|>", "<mask>", " <mask>", "<s>", "</s>", "<pad>", "<unk>", "!!", "...", "--", "$x", "_a",
+          "\U00010000", "\U0010FFFD", "\x00", "\x01", "\x1f", "\x7f", "\ufeff", "\ufffd"]
+
+text_piece = st.one_of(
+    st.sampled_from(PIECES),
+    st.text(st.characters(exclude_categories=("Cs",)), max_size=12),
+    st.text(alphabet="ab1 ,'\n\t", max_size=20),
+    st.integers(1, 400).map(lambda n: "z" * n),
+)
+texts = st.lists(text_piece, max_size=16).map("".join)
+batches = st.lists(texts, min_size=1, max_size=8)
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batch=batches)
+def test_generated_batches_match_reference(name, batch):
+    tok, ref = numbatok_tok(name), reference_tok(name)
+    assert_same_encodings(tok.encode_batch(batch), ref.encode_batch(batch), batch)
+    ids = [e.ids for e in ref.encode_batch(batch)]
+    assert tok.decode_batch(ids, skip_special_tokens=False) == ref.decode_batch(ids, skip_special_tokens=False)
+    assert tok.decode_batch(ids) == ref.decode_batch(ids)
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+@settings(max_examples=100, deadline=None)
+@given(ids=st.lists(st.integers(0, 50264), max_size=30))
+def test_decode_arbitrary_ids_matches_reference(name, ids):
+    """Any id sequence, including ones that split UTF-8 characters (lossy decode must match too)."""
+    tok, ref = numbatok_tok(name), reference_tok(name)
+    assert tok.decode(ids, skip_special_tokens=False) == ref.decode(ids, skip_special_tokens=False)
+    assert tok.decode(ids) == ref.decode(ids)
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+@pytest.mark.parametrize("text", ["", " ", "a" * 100_000, "a b" * 30_000, "\u00e9" * 50_000,
+                                  "\U0001F600" * 20_000, "ab" * 70_000, " " * 10_000 + "x", "\n" * 5000])
+def test_long_and_degenerate_inputs(name, text):
+    tok, ref = numbatok_tok(name), reference_tok(name)
+    assert_same_encodings([tok.encode(text)], [ref.encode(text)], [text])
