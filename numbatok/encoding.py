@@ -65,6 +65,13 @@ class RaggedEncoding:
             raise IndexError(f"row {i} out of range for {n} rows")
         return self.ids[int(self.row_offsets[i]):int(self.row_offsets[i + 1])]
 
+    def to_host(self):
+        """The same result with every array as numpy (a no-op on the CPU backend)."""
+        def host(a):
+            return a.get() if a is not None and not isinstance(a, np.ndarray) and hasattr(a, "get") else a
+        return RaggedEncoding(host(self.ids), host(self.row_offsets), host(self.offsets), host(self.type_ids),
+                              host(self.special_tokens_mask), host(self.word_ids))
+
     def to_list(self):
         """Python lists of ids per row (the slow path, for interop)."""
         ids = self.ids.get() if hasattr(self.ids, "get") else self.ids
@@ -77,7 +84,7 @@ class RaggedEncoding:
         Rows longer than `length` are cut (on the right); use the tokenizer's truncation for the
         reference's truncation semantics.
         """
-        xp = _array_module(self.ids)
+        xp = array_module(self.ids)
         lens = self.lengths
         n = len(self)
         width = int(lens.max()) if length is None and n else int(length or 0)
@@ -105,7 +112,7 @@ class RaggedEncoding:
         return f"RaggedEncoding(rows={len(self)}, tokens={int(self.ids.shape[0])})"
 
 
-def _array_module(a):
+def array_module(a):
     if type(a).__module__.startswith("cupy"):
         import cupy
         return cupy

@@ -148,3 +148,39 @@ def space_counts(data, a, z, classes):
         trail += 1
         q = r
     return lead, trail
+
+
+@jitable
+def store_tokens(base, k, sym_id, sym_st, sym_en, cap_ids, cap_st, cap_en):
+    """Copies a word's k tokens from scratch to its capacity region."""
+    for j in range(k):
+        cap_ids[base + j] = sym_id[j]
+        cap_st[base + j] = sym_st[j]
+        cap_en[base + j] = sym_en[j]
+
+
+@jitable
+def compact_word(i, data, ws, we, wv, wk, word_row, offsets, cap_off, cap_ids, cap_st, cap_en, tok_off, want_spans,
+                 classes, lead_tab, trail_tab, ids, t_st, t_en, t_lead, t_trail, t_added):
+    """Moves word i's tokens to their final place; with want_spans also their byte spans and the
+    leading/trailing space counts the ByteLevel offset trimming needs."""
+    base = cap_off[i]
+    out = tok_off[i]
+    k = tok_off[i + 1] - out
+    row_end = offsets[word_row[i] + 1]
+    for j in range(k):
+        tid = cap_ids[base + j]
+        ids[out + j] = tid
+        if want_spans:
+            a, z = token_span(data, ws[i], we[i], wv[i], wk[i], cap_st[base + j], cap_en[base + j], row_end)
+            t_st[out + j] = a
+            t_en[out + j] = z
+            if wk[i] >= 0:
+                le, tr = space_counts(data, a, z, classes)
+                t_lead[out + j] = le
+                t_trail[out + j] = tr
+                t_added[out + j] = 1
+            else:
+                t_lead[out + j] = lead_tab[tid]
+                t_trail[out + j] = trail_tab[tid]
+                t_added[out + j] = 0

@@ -13,7 +13,7 @@ import numpy as np
 from . import batch as _batch
 from . import decoders, spec as _spec
 from .added_tokens import AddedTable
-from .encoding import Encoding, RaggedEncoding
+from .encoding import Encoding, RaggedEncoding, array_module as _xp
 from .errors import InvalidInputError, NumbatokError
 from .models.bpe import BPETables
 from .pre_tokenizers.byte_level import token_to_bytes
@@ -385,13 +385,6 @@ class Tokenizer:
 
     def __repr__(self):
         return f"Tokenizer(model={type(self.spec.model).__name__[:-4]}, vocab_size={self.vocab_size}, device={self.device!r})"
-
-
-def _xp(a):
-    if type(a).__module__.startswith("cupy"):
-        import cupy
-        return cupy
-    return np
 
 
 def _segment_ids(m, seg_offsets, total):

@@ -6,7 +6,7 @@ import warnings
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CORPUS = os.path.join(os.path.dirname(ROOT), "shared", "corpus")
+CORPUS = os.environ.get("NUMBATOK_CORPUS") or os.path.join(os.path.dirname(ROOT), "shared", "corpus")
 SHIPPED = ["gpt2", "roberta-base"]
 
 # The CUDA simulator runs kernel helpers as Python, where uint64 hashing "overflows" by design.

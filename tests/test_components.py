@@ -32,12 +32,18 @@ ADDED_TEXT = ["hello", "hello!", "xhello", "hello_", " hello ", "[X]", "a [X]b",
               "ähello", "hello\u3000", "\u3000lst", "__", " ", "\t", "日本", "[X][X]", "<|endoftext|>", "HELLO"]
 
 
+_added_pair = []
+
+
 def added_tokens_tokenizer():
+    if _added_pair:
+        return _added_pair[0]
     ref = Tokenizer.from_file(vocab_path("gpt2"))
     ref.add_tokens([AddedToken("hello", single_word=True), AddedToken("lst", lstrip=True, rstrip=True),
                     AddedToken("[X]", normalized=False), AddedToken("日本", rstrip=True), AddedToken("__")])
     ref.add_special_tokens([AddedToken("<sp>", lstrip=True), AddedToken("<sp><sp>")])
-    return _pair(ref)
+    _added_pair.append(_pair(ref))
+    return _added_pair[0]
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

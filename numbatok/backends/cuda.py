@@ -15,7 +15,7 @@ from numba import cuda
 
 from .. import _numba  # noqa: F401  (numpy shims before the first CUDA compile)
 from ..models.bpe import SMALL
-from ..pipeline import row_words, space_counts, token_span, word_tokens
+from ..pipeline import compact_word, row_words, store_tokens, word_tokens
 from . import cpu
 
 SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
@@ -67,11 +67,7 @@ def encode_words_kernel(data, ws, we, wv, wk, cap_off, tok_data, tok_offsets, vo
     k = word_tokens(data, ws[i], we[i], wv[i], wk[i], tok_data, tok_offsets, vocab_slots, merge_keys, merge_ranks,
                     merge_new, byte_ids, byte_fallback_ids, affix, params,
                     w, sym_id, sym_st, sym_en, rank_buf, slot_buf, heap, nxt, prv, kbuf)
-    base = cap_off[i]
-    for j in range(k):
-        cap_ids[base + j] = sym_id[j]
-        cap_st[base + j] = sym_st[j]
-        cap_en[base + j] = sym_en[j]
+    store_tokens(cap_off[i], k, sym_id, sym_st, sym_en, cap_ids, cap_st, cap_en)
     ntok[i] = k
 
 
@@ -80,28 +76,9 @@ def compact_kernel(data, ws, we, wv, wk, word_row, offsets, cap_off, cap_ids, ca
                    classes, lead_tab, trail_tab, ids, t_st, t_en, t_lead, t_trail, t_added):
     """One thread per word: moves its tokens to their final place (and byte spans when asked)."""
     i = cuda.grid(1)
-    if i >= ws.shape[0]:
-        return
-    base = cap_off[i]
-    out = tok_off[i]
-    k = tok_off[i + 1] - out
-    row_end = offsets[word_row[i] + 1]
-    for j in range(k):
-        tid = cap_ids[base + j]
-        ids[out + j] = tid
-        if want_spans:
-            a, z = token_span(data, ws[i], we[i], wv[i], wk[i], cap_st[base + j], cap_en[base + j], row_end)
-            t_st[out + j] = a
-            t_en[out + j] = z
-            if wk[i] >= 0:
-                le, tr = space_counts(data, a, z, classes)
-                t_lead[out + j] = le
-                t_trail[out + j] = tr
-                t_added[out + j] = 1
-            else:
-                t_lead[out + j] = lead_tab[tid]
-                t_trail[out + j] = trail_tab[tid]
-                t_added[out + j] = 0
+    if i < ws.shape[0]:
+        compact_word(i, data, ws, we, wv, wk, word_row, offsets, cap_off, cap_ids, cap_st, cap_en, tok_off,
+                     want_spans, classes, lead_tab, trail_tab, ids, t_st, t_en, t_lead, t_trail, t_added)
 
 
 @cuda.jit

@@ -91,6 +91,15 @@ def _lookup_affixed(w, s, e, first, last, tok_data, tok_offsets, vocab_slots, af
 
 
 @jitable
+def _push(sym_id, sym_st, sym_en, k, acc, tid, length):
+    # Appends a symbol placed by the running sum of kept lengths; returns (count, sum).
+    sym_id[k] = tid
+    sym_st[k] = acc
+    sym_en[k] = acc + length
+    return k + 1, acc + length
+
+
+@jitable
 def init_symbols(w, n, tok_data, tok_offsets, vocab_slots, byte_ids, byte_fallback_ids, affix, params,
                  sym_id, sym_st, sym_en, kbuf):
     """Initial symbols of word w[0:n] (one per byte or per character), unknowns handled as the reference.
@@ -122,17 +131,9 @@ def init_symbols(w, n, tok_data, tok_offsets, vocab_slots, byte_ids, byte_fallba
                                   n_prefix, n_suffix, kbuf)
         if tid >= 0:
             if unk_open:
-                sym_id[k] = unk_id
-                sym_st[k] = acc
-                acc += unk_en - unk_st
-                sym_en[k] = acc
-                k += 1
+                k, acc = _push(sym_id, sym_st, sym_en, k, acc, unk_id, unk_en - unk_st)
                 unk_open = False
-            sym_id[k] = tid
-            sym_st[k] = acc
-            acc += j - i
-            sym_en[k] = acc
-            k += 1
+            k, acc = _push(sym_id, sym_st, sym_en, k, acc, tid, j - i)
         else:
             handled = False
             if (flags & 2) != 0:
@@ -143,32 +144,20 @@ def init_symbols(w, n, tok_data, tok_offsets, vocab_slots, byte_ids, byte_fallba
                 if all_known:
                     # (the reference checks only the bytes of the character itself)
                     for q in range(i, j):
-                        sym_id[k] = byte_fallback_ids[w[q]]
-                        sym_st[k] = acc
-                        acc += 1
-                        sym_en[k] = acc
-                        k += 1
+                        k, acc = _push(sym_id, sym_st, sym_en, k, acc, byte_fallback_ids[w[q]], 1)
                     handled = True
             if not handled and unk_id >= 0:
                 if unk_open and (flags & 1) != 0:
                     unk_en = j
                 else:
                     if unk_open:
-                        sym_id[k] = unk_id
-                        sym_st[k] = acc
-                        acc += unk_en - unk_st
-                        sym_en[k] = acc
-                        k += 1
+                        k, acc = _push(sym_id, sym_st, sym_en, k, acc, unk_id, unk_en - unk_st)
                     unk_open = True
                     unk_st = i
                     unk_en = j
         i = j
     if unk_open:
-        sym_id[k] = unk_id
-        sym_st[k] = acc
-        acc += unk_en - unk_st
-        sym_en[k] = acc
-        k += 1
+        k, acc = _push(sym_id, sym_st, sym_en, k, acc, unk_id, unk_en - unk_st)
     return k
 
 

@@ -1,0 +1,7 @@
+"""`python -m numbatok ...`: the same command line as `numbatok ...`."""
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Bridges to data frameworks. Each module imports its framework lazily: numbatok never needs them."""
