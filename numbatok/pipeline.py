@@ -11,7 +11,9 @@ byte length), then compacted, so the model runs once, not once to size and once 
 from ._numba import jitable
 from .added_tokens import find_next
 from .kernels.utf8 import seq_len
+from .models import wordlevel, wordpiece
 from .models.bpe import SMALL, init_symbols, merge_heap, merge_linear
+from .models.tables import WORDLEVEL, WORDPIECE
 from .pre_tokenizers import split_piece
 from .unicode_tables import SPACE
 from .kernels.utf8 import decode
@@ -86,6 +88,10 @@ def word_tokens(data, s, e, virt, kind, tok_data, tok_offsets, vocab_slots, merg
         w[0] = 32
     for i in range(s, e):
         w[i - s + virt] = data[i]
+    if params[5] == WORDPIECE:
+        return wordpiece.tokenize(w, n, tok_data, tok_offsets, vocab_slots, affix, params, sym_id, sym_st, sym_en, kbuf)
+    if params[5] == WORDLEVEL:
+        return wordlevel.tokenize(w, n, tok_data, tok_offsets, vocab_slots, params, sym_id, sym_st, sym_en)
     if (params[3] & 4) != 0:  # ignore_merges: a word that is itself a token is taken whole
         from_vocab = _whole(w, n, tok_data, tok_offsets, vocab_slots)
         if from_vocab >= 0:

@@ -6,17 +6,32 @@ the type, and what is supported; nothing is approximated.
 import json
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from . import decoders, processors
 from .added_tokens import AddedToken
 from .errors import NumbatokError, UnsupportedComponentError
-from .pre_tokenizers import GPT2, WHOLE
+from .pre_tokenizers import GPT2, MAX_STAGES, SPLIT, WHOLE
+from .pre_tokenizers.splitting import BEHAVIORS, CONTIGUOUS, ISOLATED, REMOVED
+from .unicode_tables import PUNCT, SPACE, WORD
 
 
 @dataclass
 class PreTokenizerSpec:
-    kind: int = WHOLE
+    stages: list = field(default_factory=list)   # [(kind, arg)], see pre_tokenizers
     add_prefix_space: bool = False
     byte_level: bool = False
+
+    @property
+    def kind(self):
+        return self.stages[0][0] if self.stages else WHOLE
+
+    @property
+    def prog(self):
+        """The int64 program the row kernels run (pre_tokenizers.split_piece)."""
+        st = self.stages or [(WHOLE, 0)]
+        flat = [len(st)] + [x for s in st for x in s]
+        return np.array(flat + [0] * (2 + 2 * MAX_STAGES - len(flat)), dtype=np.int64)
 
 
 @dataclass
@@ -33,7 +48,7 @@ class BPESpec:
 
 @dataclass
 class Spec:
-    model: BPESpec
+    model: object   # BPESpec | WordPieceSpec | WordLevelSpec
     pre_tokenizer: PreTokenizerSpec
     post_processor: processors.PostProcessor
     decoder: object
@@ -47,13 +62,35 @@ def _unsupported(path, t, supported):
 
 
 def _byte_level_pre(d, path, out):
-    if d.get("use_regex", True):
-        out.kind = GPT2
+    if out.stages:
+        raise UnsupportedComponentError(f"{path}: ByteLevel after another pre-tokenizer is not supported yet")
+    out.stages.append((GPT2 if d.get("use_regex", True) else WHOLE, 0))
     out.add_prefix_space = bool(d.get("add_prefix_space", True))
     out.byte_level = True
 
 
-PRE_TOKENIZERS = {"ByteLevel": _byte_level_pre}
+def _splitter(*stages):
+    def parse(d, path, out):
+        if out.byte_level:
+            raise UnsupportedComponentError(f"{path}: a pre-tokenizer after ByteLevel is not supported yet")
+        out.stages.extend((SPLIT, mask | (behavior << 8)) for mask, behavior in stages)
+    return parse
+
+
+def _punctuation(d, path, out):
+    behavior = d.get("behavior", "Isolated")
+    if behavior not in BEHAVIORS:
+        raise NumbatokError(f"{path}.behavior: {behavior!r} is not one of {', '.join(BEHAVIORS)}")
+    _splitter((PUNCT, BEHAVIORS[behavior]))(d, path, out)
+
+
+PRE_TOKENIZERS = {
+    "ByteLevel": _byte_level_pre,
+    "BertPreTokenizer": _splitter((SPACE, REMOVED), (PUNCT, ISOLATED)),
+    "WhitespaceSplit": _splitter((SPACE, REMOVED)),
+    "Whitespace": _splitter((SPACE, REMOVED), (WORD, CONTIGUOUS)),  # \w+|[^\w\s]+
+    "Punctuation": _punctuation,
+}
 
 
 def _pre_tokenizer(d, path="pre_tokenizer"):
@@ -63,15 +100,14 @@ def _pre_tokenizer(d, path="pre_tokenizer"):
     items = [(d, path)]
     if d.get("type") == "Sequence":
         items = [(sub, f"{path}.pretokenizers[{j}]") for j, sub in enumerate(d.get("pretokenizers", []))]
-        if len(items) > 1:
-            raise UnsupportedComponentError(
-                f"{path}: a Sequence of {len(items)} pre-tokenizers is not supported yet "
-                f"(types: {[s.get('type') for s, _ in items]}); supported: a single ByteLevel")
     for sub, p in items:
         fn = PRE_TOKENIZERS.get(sub.get("type"))
         if fn is None:
-            raise _unsupported(p, sub.get("type"), list(PRE_TOKENIZERS) + ["Sequence of one", "none"])
+            raise _unsupported(p, sub.get("type"), list(PRE_TOKENIZERS) + ["Sequence of these", "none"])
         fn(sub, p, out)
+    if len(out.stages) > MAX_STAGES:
+        raise UnsupportedComponentError(
+            f"{path}: this Sequence splits in {len(out.stages)} stages; numbatok supports up to {MAX_STAGES}")
     return out
 
 
@@ -98,7 +134,31 @@ def _bpe(d, path):
         ignore_merges=bool(d.get("ignore_merges", False)))
 
 
-MODELS = {"BPE": _bpe}
+@dataclass
+class WordPieceSpec:
+    vocab: dict
+    unk_token: str = "[UNK]"
+    continuing_subword_prefix: str = "##"
+    max_input_chars_per_word: int = 100
+
+
+@dataclass
+class WordLevelSpec:
+    vocab: dict
+    unk_token: str = "<unk>"
+
+
+def _wordpiece(d, path):
+    return WordPieceSpec(vocab=d.get("vocab", {}), unk_token=d.get("unk_token", "[UNK]"),
+                         continuing_subword_prefix=d.get("continuing_subword_prefix", "##"),
+                         max_input_chars_per_word=int(d.get("max_input_chars_per_word", 100)))
+
+
+def _wordlevel(d, path):
+    return WordLevelSpec(vocab=d.get("vocab", {}), unk_token=d.get("unk_token", "<unk>"))
+
+
+MODELS = {"BPE": _bpe, "WordPiece": _wordpiece, "WordLevel": _wordlevel}
 
 
 def _model(d, path="model"):

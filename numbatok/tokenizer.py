@@ -15,8 +15,7 @@ from . import decoders, spec as _spec
 from .added_tokens import AddedTable
 from .encoding import Encoding, RaggedEncoding, array_module as _xp
 from .errors import InvalidInputError, NumbatokError
-from .models.bpe import BPETables
-from .pre_tokenizers.byte_level import token_to_bytes
+from . import models
 from . import unicode_tables
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -116,34 +115,14 @@ class Tokenizer:
         for a in s.added_tokens:
             if a.special:
                 self._special_ids[a.id] = True
-        conv = token_to_bytes if byte_level else (lambda t: t.encode("utf-8"))
-        model_bytes = [None] * n_ids
-        for tok, i in m.vocab.items():
-            model_bytes[i] = conv(tok)
-        pfx = m.continuing_subword_prefix
-        merges = []
-        for j, (a, b) in enumerate(m.merges):
-            ia, ib = m.vocab.get(a), m.vocab.get(b)
-            new = a + b[len(pfx):] if pfx else a + b
-            inew = m.vocab.get(new)
-            if ia is None or ib is None or inew is None:
-                missing = a if ia is None else (b if ib is None else new)
-                raise NumbatokError(f"model.merges[{j}]: token {missing!r} of merge {a!r} + {b!r} is not in the vocab")
-            merges.append((ia, ib, inew))
-        unk_id = -1
-        if m.unk_token is not None:
-            unk_id = m.vocab.get(m.unk_token, -1)
-        self._bpe = BPETables(model_bytes, merges, unk_id=unk_id, fuse_unk=m.fuse_unk, byte_fallback=m.byte_fallback,
-                              continuing_subword_prefix=conv(pfx) or b"", end_of_word_suffix=conv(m.end_of_word_suffix) or b"",
-                              ignore_merges=m.ignore_merges, byte_level=byte_level, n_ids=n_ids)
-        if m.byte_fallback:
-            self._bpe.set_byte_fallback(m.vocab)
-        self._unk_missing = m.unk_token is not None and unk_id < 0
+        self._model = models.build_tables(m, byte_level, n_ids)
+        self._unk_missing = m.unk_token is not None and self._model.unk_id < 0
         self._added = AddedTable(s.added_tokens)
         self._classes = unicode_tables.load()
-        dec = s.decoder
-        blobs = [decoders.token_bytes(dec, t) if t is not None else b"" for t in id_to_token]
-        self._dec_offsets = np.zeros(n_ids + 1, dtype=np.int64)
+        # decoder tables: rows 0..n_ids-1 for a token after another, n_ids.. for the first token
+        blobs = [decoders.token_bytes(s.decoder, t, first) if t is not None else b""
+                 for first in (False, True) for t in id_to_token]
+        self._dec_offsets = np.zeros(2 * n_ids + 1, dtype=np.int64)
         np.cumsum([len(b) for b in blobs], out=self._dec_offsets[1:])
         self._dec_data = np.frombuffer(b"".join(blobs) or b"\0", dtype=np.uint8)
         self._n_ids = n_ids
@@ -173,7 +152,8 @@ class Tokenizer:
     # ---- encode ----
     def _run(self, b, want_spans):
         if self._unk_missing:
-            raise NumbatokError(f"model.unk_token {self.spec.model.unk_token!r} is not in the vocab")
+            raise NumbatokError(f"model.unk_token {self.spec.model.unk_token!r} is not in the vocab: the "
+                                "reference fails on any word that needs it; fix the file's unk_token")
         if self.device == "cuda":
             from .backends import cuda as backend
         else:
@@ -318,15 +298,15 @@ class Tokenizer:
         from .backends.cpu import gather_bytes
         ids = np.asarray(ids.get() if hasattr(ids, "get") else ids, dtype=np.int64)
         row_offsets = np.asarray(row_offsets.get() if hasattr(row_offsets, "get") else row_offsets, dtype=np.int64)
-        if self.spec.decoder is None:
-            return [" ".join(t for t in (self.id_to_token(i) for i in ids[a:z].tolist()
-                                          if not (skip_special_tokens and 0 <= i < self._n_ids and self._special_ids[i]))
-                             if t is not None) for a, z in zip(row_offsets[:-1].tolist(), row_offsets[1:].tolist())]
         keep = (ids >= 0) & (ids < self._n_ids)
         safe = np.where(keep, ids, 0)
         if skip_special_tokens:
             keep &= ~self._special_ids[safe]
-        data, offs = gather_bytes(self._dec_data, self._dec_offsets, safe, keep, row_offsets)
+        # the first kept token of each row reads the decoder's "first token" table
+        row_of = np.searchsorted(row_offsets, np.arange(ids.shape[0]), side="right") - 1
+        kept_before = np.concatenate([[0], np.cumsum(keep)])
+        first = keep & (kept_before[:-1] == kept_before[row_offsets[:-1]][row_of])
+        data, offs = gather_bytes(self._dec_data, self._dec_offsets, safe + first * self._n_ids, keep, row_offsets)
         raw = data.tobytes()
         o = offs.tolist()
         return [raw[o[i]:o[i + 1]].decode("utf-8", "replace") for i in range(len(o) - 1)]

@@ -16,7 +16,8 @@ L = 1        # \p{L} in the GPT-2 pattern
 N = 2        # \p{N} in the GPT-2 pattern
 S = 4        # \s in the GPT-2 pattern
 WORD = 8     # \w as the added-token single_word check sees it
-SPACE = 16   # White_Space as the added-token lstrip/rstrip checks see it
+SPACE = 16   # White_Space (Rust char::is_whitespace): added-token strips, whitespace splits
+PUNCT = 32   # ASCII punctuation or Unicode P*: BertPreTokenizer and Punctuation
 
 NCP = 0x110000
 _PATH = os.path.join(os.path.dirname(__file__), "data", "unicode_classes.npz")
@@ -36,7 +37,8 @@ def _from_regex():
 
     t = np.zeros(NCP, dtype=np.uint8)
     pats = [(L, regex.compile(r"\p{L}")), (N, regex.compile(r"\p{N}")), (S, regex.compile(r"\s")),
-            (WORD, regex.compile(r"\w")), (SPACE, regex.compile(r"\p{White_Space}"))]
+            (WORD, regex.compile(r"\w")), (SPACE, regex.compile(r"\p{White_Space}")),
+            (PUNCT, regex.compile(r"[\p{P}!-/:-@\[-`{-~]"))]
     for cp in range(NCP):
         if 0xD800 <= cp <= 0xDFFF:
             continue
@@ -59,19 +61,38 @@ def _gpt2_class_by_reference(cp, pre):
     return S
 
 
-def build():
+def _split_bits_by_reference(cp, pres):
+    """WORD, SPACE and PUNCT as the reference's Whitespace, WhitespaceSplit and BertPreTokenizer see `cp`."""
+    ws, wss, bert = pres
+    c = chr(cp)
+    bits = 0
+    if [p for p, _ in ws.pre_tokenize_str("a" + c)] == ["a" + c]:
+        bits |= WORD
+    if len(wss.pre_tokenize_str("a" + c + "a")) == 2:
+        bits |= SPACE
+    if len(bert.pre_tokenize_str("a" + c + "a")) == 3:
+        bits |= PUNCT
+    return bits
+
+
+def reference_pre_tokenizers():
     from tokenizers import pre_tokenizers
 
-    pre = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    return (pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+            (pre_tokenizers.Whitespace(), pre_tokenizers.WhitespaceSplit(), pre_tokenizers.BertPreTokenizer()))
+
+
+def build():
+    pre, split_pres = reference_pre_tokenizers()
     t = _from_regex()
     changed = 0
     for cp in range(NCP):
         if 0xD800 <= cp <= 0xDFFF:
             continue
-        ref = _gpt2_class_by_reference(cp, pre)
-        if (t[cp] & (L | N | S)) != ref:
+        ref = _gpt2_class_by_reference(cp, pre) | _split_bits_by_reference(cp, split_pres)
+        if (t[cp] & (L | N | S | WORD | SPACE | PUNCT)) != ref:
             changed += 1
-            t[cp] = (t[cp] & ~np.uint8(L | N | S)) | ref
+            t[cp] = ref
     os.makedirs(os.path.dirname(_PATH), exist_ok=True)
     np.savez_compressed(_PATH, classes=t)
     return changed

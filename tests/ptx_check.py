@@ -29,12 +29,12 @@ def sig(*args):
 def main():
     tok = Tokenizer.from_pretrained("gpt2", device="cpu")
     at = tok._added.arrays()
-    bpe = tok._bpe.arrays()
+    bpe = tok._model.arrays()
     u8, i64, i32 = np.zeros(4, np.uint8), np.zeros(4, np.int64), np.zeros(4, np.int32)
     cls = tok._classes
     kernels = {
-        "count_words_kernel": sig(u8, i64, 1, True, cls, *at, i64, u8, i32, i64),
-        "fill_words_kernel": sig(u8, i64, 1, True, cls, *at, i64, i64, i64, u8, i32),
+        "count_words_kernel": sig(u8, i64, i64, True, cls, *at, i64, u8, i32, i64),
+        "fill_words_kernel": sig(u8, i64, i64, True, cls, *at, i64, i64, i64, u8, i32),
         "encode_words_kernel": sig(u8, i64, i64, u8, i32, i64, *bpe, i32, i64, i64, i64),
         "compact_kernel": sig(u8, i64, i64, u8, i32, i64, i64, i64, i32, i64, i64, i64, True, cls,
                               i32, i32, i32, i64, i64, i32, i32, u8),

@@ -4,18 +4,19 @@ import pytest
 
 from numbatok import unicode_tables
 
-pre_tokenizers = pytest.importorskip("tokenizers.pre_tokenizers")
+pytest.importorskip("tokenizers")
 
 
-def test_gpt2_classes_match_reference_for_every_code_point():
+def test_classes_match_reference_for_every_code_point():
+    """Every bit, for every code point, as the reference's own pre-tokenizers see it."""
     table = unicode_tables.load()
-    pre = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    mask = unicode_tables.L | unicode_tables.N | unicode_tables.S
+    pre, split_pres = unicode_tables.reference_pre_tokenizers()
     wrong = []
     for cp in range(unicode_tables.NCP):
         if 0xD800 <= cp <= 0xDFFF:
             continue
-        if (table[cp] & mask) != unicode_tables._gpt2_class_by_reference(cp, pre):
+        ref = unicode_tables._gpt2_class_by_reference(cp, pre) | unicode_tables._split_bits_by_reference(cp, split_pres)
+        if table[cp] != ref:
             wrong.append(cp)
     assert not wrong, f"{len(wrong)} code points differ, first {[hex(c) for c in wrong[:10]]}"
 
@@ -24,4 +25,5 @@ def test_table_shape():
     t = unicode_tables.load()
     assert t.shape == (0x110000,) and t.dtype == np.uint8
     assert t[ord("a")] & unicode_tables.L and t[ord("7")] & unicode_tables.N and t[ord(" ")] & unicode_tables.S
-    assert t[ord("_")] & unicode_tables.WORD and t[0x3000] & unicode_tables.SPACE
+    assert t[ord("_")] & unicode_tables.WORD and t[0x3000] & unicode_tables.SPACE and t[ord(",")] & unicode_tables.PUNCT
+    assert not t[ord(" ")] & unicode_tables.WORD and not t[ord("a")] & unicode_tables.PUNCT

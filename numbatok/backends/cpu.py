@@ -122,14 +122,14 @@ def encode(tok, b, want_spans):
     at = tok._added.arrays()
     classes = tok._classes
     counts = np.empty(n, np.int64)
-    count_words(data, offsets, pt.kind, pt.add_prefix_space, classes, at[0], at[1], at[2], at[3], at[4], counts)
+    count_words(data, offsets, pt.prog, pt.add_prefix_space, classes, at[0], at[1], at[2], at[3], at[4], counts)
     row_word = _scan(counts)
     nw = int(row_word[-1])
     ws = np.empty(nw, np.int64)
     we = np.empty(nw, np.int64)
     wv = np.empty(nw, np.uint8)
     wk = np.empty(nw, np.int32)
-    fill_words(data, offsets, pt.kind, pt.add_prefix_space, classes, at[0], at[1], at[2], at[3], at[4],
+    fill_words(data, offsets, pt.prog, pt.add_prefix_space, classes, at[0], at[1], at[2], at[3], at[4],
                row_word, ws, we, wv, wk)
     cap = np.where(wk >= 0, 1, we - ws + wv).astype(np.int64)
     cap_off = _scan(cap)
@@ -138,7 +138,7 @@ def encode(tok, b, want_spans):
     cap_st = np.empty(total, np.int64)
     cap_en = np.empty(total, np.int64)
     ntok = np.empty(nw, np.int64)
-    bp = tok._bpe.arrays()
+    bp = tok._model.arrays()
     n_chunks = min(max(nw // 256, 1), 8 * numba.get_num_threads())
     encode_words(data, ws, we, wv, wk, cap_off, *bp, n_chunks, cap_ids, cap_st, cap_en, ntok)
     word_tok = _scan(ntok)
@@ -156,7 +156,7 @@ def encode(tok, b, want_spans):
         t_lead = t_trail = np.zeros(0, np.int32)
         t_added = np.zeros(0, np.uint8)
     compact(data, ws, we, wv, wk, word_row, offsets, cap_off, cap_ids, cap_st, cap_en, word_tok, want_spans,
-            classes, tok._bpe.lead_spaces, tok._bpe.trail_spaces, ids, t_st, t_en, t_lead, t_trail, t_added)
+            classes, tok._model.lead_spaces, tok._model.trail_spaces, ids, t_st, t_en, t_lead, t_trail, t_added)
     r = {"ids": ids, "row_tok": word_tok[row_word], "row_word": row_word, "word_row": word_row,
          "word_tok": word_tok, "row_start": offsets[:-1]}
     if want_spans:

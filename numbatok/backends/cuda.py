@@ -124,9 +124,10 @@ class _DeviceTables:
         at = tok._added.arrays()
         self.added = tuple(to_device(a) for a in at)
         self.classes = to_device(tok._classes)
-        self.bpe = tuple(to_device(a) for a in tok._bpe.arrays())
-        self.lead = to_device(tok._bpe.lead_spaces)
-        self.trail = to_device(tok._bpe.trail_spaces)
+        self.pt_prog = to_device(tok.spec.pre_tokenizer.prog)
+        self.bpe = tuple(to_device(a) for a in tok._model.arrays())
+        self.lead = to_device(tok._model.lead_spaces)
+        self.trail = to_device(tok._model.trail_spaces)
 
 
 def tables(tok):
@@ -147,7 +148,7 @@ def encode(tok, b, want_spans):
     d64 = m.zeros(1, np.int64)
     d8 = m.zeros(1, np.uint8)
     d32 = m.zeros(1, np.int32)
-    _launch(count_words_kernel, n, data, offsets, pt.kind, pt.add_prefix_space, t.classes, *t.added,
+    _launch(count_words_kernel, n, data, offsets, t.pt_prog, pt.add_prefix_space, t.classes, *t.added,
             d64, d8, d32, counts)
     row_word = _scan(m, counts)
     nw = int(row_word[-1])
@@ -155,7 +156,7 @@ def encode(tok, b, want_spans):
     we = m.empty(max(nw, 1), np.int64)[:nw]
     wv = m.empty(max(nw, 1), np.uint8)[:nw]
     wk = m.empty(max(nw, 1), np.int32)[:nw]
-    _launch(fill_words_kernel, n, data, offsets, pt.kind, pt.add_prefix_space, t.classes, *t.added,
+    _launch(fill_words_kernel, n, data, offsets, t.pt_prog, pt.add_prefix_space, t.classes, *t.added,
             row_word, ws, we, wv, wk)
     cap = m.where(wk >= 0, 1, we - ws + wv.astype(np.int64)).astype(np.int64)
     cap_off = _scan(m, cap)
@@ -208,7 +209,7 @@ def _long_words_on_cpu(tok, b, m, ws, we, wv, wk, cap_off, cap_ids, cap_st, cap_
     st = np.empty(total, np.int64)
     en = np.empty(total, np.int64)
     k = np.empty(len(sel_h), np.int64)
-    cpu.encode_words(data_h, sws, swe, swv, swk, scap_off, *tok._bpe.arrays(), max(1, min(len(sel_h), 8)),
+    cpu.encode_words(data_h, sws, swe, swv, swk, scap_off, *tok._model.arrays(), max(1, min(len(sel_h), 8)),
                      ids, st, en, k)
     # scatter back: token j of selected word s goes to cap_off[word] + j
     row = np.searchsorted(scap_off, np.arange(total), side="right") - 1

@@ -1,11 +1,6 @@
 """BPE model: merge a word's symbols by lowest merge rank, leftmost first, exactly as the reference.
 
-Tables (flat numpy, built once per tokenizer):
-  tok_data/tok_offsets  bytes each id stands for (model space: raw bytes for byte-level vocabularies)
-  vocab_slots           bytes -> id open-addressing table over those bytes
-  merge_keys/ranks/new  (left id * n_ids + right id) -> (rank, merged id)
-  byte_ids[256]         id of each single byte (byte-level fast path), -1 when absent
-  byte_fallback_ids[256] id of "<0xXX>" tokens, -1 when absent
+Tables: see `models.tables.ModelTables`.
 
 Words of up to SMALL symbols merge with a linear scan over cached pair ranks in scratch the caller
 provides (registers/local memory on the GPU); longer words use a heap, O(n log n), so a 1 MB word
@@ -14,60 +9,12 @@ costs milliseconds, not hours.
 import numpy as np
 
 from .._numba import jitable
-from ..kernels.hashing import build_bytes_table, build_pair_table, bytes_lookup, pair_slot
+from ..kernels.hashing import bytes_lookup, pair_slot
 from ..kernels.utf8 import seq_len
 
 NAME = "BPE"
 SMALL = 64
 NO_RANK = np.int32(2**31 - 1)
-
-
-class BPETables:
-    def __init__(self, id_bytes, merges, *, unk_id=-1, fuse_unk=False, byte_fallback=False,
-                 continuing_subword_prefix=b"", end_of_word_suffix=b"", ignore_merges=False, byte_level=True,
-                 n_ids=None):
-        """id_bytes: list indexed by id of bytes (None for ids the model cannot produce);
-        merges: list of (left id, right id, merged id) in rank order."""
-        self.n_ids = n_ids if n_ids is not None else len(id_bytes)
-        lens = np.array([len(b) if b is not None else 0 for b in id_bytes], dtype=np.int64)
-        self.tok_offsets = np.zeros(len(id_bytes) + 1, dtype=np.int64)
-        np.cumsum(lens, out=self.tok_offsets[1:])
-        self.tok_data = np.frombuffer(b"".join(b for b in id_bytes if b is not None), dtype=np.uint8).copy()
-        if self.tok_data.shape[0] == 0:
-            self.tok_data = np.zeros(1, np.uint8)
-        ids = [i for i, b in enumerate(id_bytes) if b is not None]
-        self.vocab_slots = build_bytes_table(self.tok_data, self.tok_offsets, ids)
-        m = np.asarray(merges, dtype=np.int64).reshape(-1, 3)
-        keys = m[:, 0] * self.n_ids + m[:, 1]
-        self.merge_keys, self.merge_ranks, self.merge_new = build_pair_table(
-            keys, [np.arange(len(m), dtype=np.int32), m[:, 2].astype(np.int32)])
-        self.byte_ids = np.full(256, -1, dtype=np.int32)
-        for i, b in enumerate(id_bytes):
-            if b is not None and len(b) == 1 and self.byte_ids[b[0]] < 0:
-                self.byte_ids[b[0]] = i
-        self.byte_fallback_ids = np.full(256, -1, dtype=np.int32)
-        self.affix = np.frombuffer(continuing_subword_prefix + end_of_word_suffix + b"\0", dtype=np.uint8).copy()
-        self.n_prefix = len(continuing_subword_prefix)
-        self.n_suffix = len(end_of_word_suffix)
-        # flags: bit0 fuse_unk, bit1 byte_fallback, bit2 ignore_merges, bit3 byte-level symbols
-        self.flags = (1 * fuse_unk) | (2 * byte_fallback) | (4 * ignore_merges) | (8 * byte_level)
-        self.unk_id = unk_id
-        # leading / trailing ' ' bytes of each token, for the ByteLevel offset trimming
-        self.lead_spaces = np.zeros(len(id_bytes), dtype=np.int32)
-        self.trail_spaces = np.zeros(len(id_bytes), dtype=np.int32)
-        for i, b in enumerate(id_bytes):
-            if b:
-                self.lead_spaces[i] = len(b) - len(b.lstrip(b" "))
-                self.trail_spaces[i] = len(b) - len(b.rstrip(b" "))
-
-    def set_byte_fallback(self, vocab):
-        for b in range(256):
-            self.byte_fallback_ids[b] = vocab.get(f"<0x{b:02X}>", -1)
-
-    def arrays(self):
-        return (self.tok_data, self.tok_offsets, self.vocab_slots, self.merge_keys, self.merge_ranks,
-                self.merge_new, self.byte_ids, self.byte_fallback_ids, self.affix,
-                np.array([self.n_ids, self.n_prefix, self.n_suffix, self.flags, self.unk_id], dtype=np.int64))
 
 
 @jitable

@@ -1,36 +1,80 @@
 """Pre-tokenizers: each turns a piece of text into words (byte spans) inside the row kernels.
 
-`split_piece` is the single dispatch point the row kernels call; a new pre-tokenizer adds a kind
-code here and a module beside this one.
+A pre-tokenizer is compiled into a small program (`prog`, int64): prog[0] is the number of stages,
+then (kind, arg) per stage. GPT2 and WHOLE are single-stage byte-level programs (they may carry the
+virtual prefix space); SPLIT stages (arg = class mask | behaviour << 8) nest, each applied to the
+pieces of the one before, as the reference applies a Sequence. `split_piece` is the single dispatch
+point the row kernels call; a new pre-tokenizer adds a kind here and a module beside this one.
 """
 from .._numba import jitable
 from . import byte_level
+from .splitting import next_split
 
 WHOLE = 0        # no pre-tokenizer, or ByteLevel(use_regex=False): the piece is one word
 GPT2 = 1         # ByteLevel(use_regex=True)
+SPLIT = 2        # split by a character class with a delimiter behaviour
+MAX_STAGES = 3
 
 
 @jitable
-def split_piece(data, a, b, kind, add_prefix_space, classes, write, ws, we, wv, wk, k):
+def _emit(write, ws, we, wv, wk, k, s, e, virt):
+    if write:
+        ws[k] = s
+        we[k] = e
+        wv[k] = virt
+        wk[k] = -1
+    return k + 1
+
+
+@jitable
+def split_piece(data, a, b, prog, add_prefix_space, classes, write, ws, we, wv, wk, k):
     """Appends the words of piece [a, b) at index k (when `write`) and returns the new count."""
     if a >= b:
         return k
+    kind = prog[1]
+    if kind == SPLIT:
+        return _split_stages(data, a, b, prog, classes, write, ws, we, wv, wk, k)
     virt = 1 if (add_prefix_space and data[a] != 32) else 0
     if kind == WHOLE:
-        if write:
-            ws[k] = a
-            we[k] = b
-            wv[k] = virt
-            wk[k] = -1
-        return k + 1
+        return _emit(write, ws, we, wv, wk, k, a, b, virt)
     p = a - virt
     while p < b:
         e = byte_level.match_end(data, p, a, b, virt, classes)
-        if write:
-            ws[k] = a if p < a else p
-            we[k] = e
-            wv[k] = 1 if p < a else 0
-            wk[k] = -1
-        k += 1
+        k = _emit(write, ws, we, wv, wk, k, a if p < a else p, e, 1 if p < a else 0)
         p = e
+    return k
+
+
+@jitable
+def _split_stages(data, a, b, prog, classes, write, ws, we, wv, wk, k):
+    # Up to MAX_STAGES nested SPLIT stages, written out (kernels cannot recurse).
+    n = prog[0]
+    m1, b1 = prog[2] & 0xFF, prog[2] >> 8
+    p1 = a
+    while True:
+        s1, e1 = next_split(data, p1, b, m1, b1, classes)
+        if s1 >= b:
+            break
+        p1 = e1
+        if n == 1:
+            k = _emit(write, ws, we, wv, wk, k, s1, e1, 0)
+            continue
+        m2, b2 = prog[4] & 0xFF, prog[4] >> 8
+        p2 = s1
+        while True:
+            s2, e2 = next_split(data, p2, e1, m2, b2, classes)
+            if s2 >= e1:
+                break
+            p2 = e2
+            if n == 2:
+                k = _emit(write, ws, we, wv, wk, k, s2, e2, 0)
+                continue
+            m3, b3 = prog[6] & 0xFF, prog[6] >> 8
+            p3 = s2
+            while True:
+                s3, e3 = next_split(data, p3, e2, m3, b3, classes)
+                if s3 >= e2:
+                    break
+                p3 = e3
+                k = _emit(write, ws, we, wv, wk, k, s3, e3, 0)
     return k
