@@ -39,11 +39,16 @@ class AddedToken:
 class AddedTable:
     """Flat arrays for the kernels: contents longest first, ids, flags, first-byte bitmap per pass."""
 
-    def __init__(self, tokens, encode_special_tokens=False):
+    def __init__(self, tokens, encode_special_tokens=False, normalized=None):
         # encode_special_tokens: special tokens are not matched at all (the reference's flag).
-        live = [t for t in tokens if t.content and not (encode_special_tokens and t.special)]
-        live.sort(key=lambda t: -len(t.content.encode()))
-        blobs = [t.content.encode() for t in live]
+        # normalized: {id: content} for normalized=true tokens the normalizer changes: they are
+        # matched in the normalized text by their normalized content, as the reference does.
+        normalized = normalized or {}
+        live = [(t, normalized.get(t.id, t.content)) for t in tokens if not (encode_special_tokens and t.special)]
+        live = [(t, c) for t, c in live if c]
+        live.sort(key=lambda tc: -len(tc[1].encode()))
+        blobs = [c.encode() for _, c in live]
+        live = [t for t, _ in live]
         self.data = np.frombuffer(b"".join(blobs), dtype=np.uint8).copy() if blobs else np.zeros(1, np.uint8)
         self.offsets = np.zeros(len(live) + 1, dtype=np.int64)
         np.cumsum([len(b) for b in blobs], out=self.offsets[1:])

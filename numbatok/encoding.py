@@ -7,7 +7,7 @@ class Encoding:
     """One encoded text, field for field as `tokenizers.Encoding`."""
 
     __slots__ = ("ids", "tokens", "offsets", "attention_mask", "type_ids", "special_tokens_mask", "word_ids",
-                 "overflowing")
+                 "overflowing", "_lead", "_trail")
 
     def __init__(self, ids, tokens, offsets, type_ids, special_tokens_mask, word_ids):
         self.ids = ids
@@ -18,6 +18,7 @@ class Encoding:
         self.attention_mask = [1] * len(ids)
         self.word_ids = word_ids
         self.overflowing = []
+        self._lead = self._trail = ()   # ByteLevel trimming inputs, until post-processing
 
     @property
     def words(self):
@@ -72,6 +73,10 @@ class RaggedEncoding:
         return RaggedEncoding(host(self.ids), host(self.row_offsets), host(self.offsets), host(self.type_ids),
                               host(self.special_tokens_mask), host(self.word_ids))
 
+    def rows(self):
+        """Each row's ids as an array view (host arrays)."""
+        return np.split(self.ids, self.row_offsets[1:-1]) if len(self) else []
+
     def to_list(self):
         """Python lists of ids per row (the slow path, for interop)."""
         ids = self.ids.get() if hasattr(self.ids, "get") else self.ids
@@ -88,13 +93,14 @@ class RaggedEncoding:
         lens = self.lengths
         n = len(self)
         width = int(lens.max()) if length is None and n else int(length or 0)
-        out = xp.full((n, width), pad_id, dtype=self.ids.dtype)
+        out = xp.full((n, width) + tuple(self.ids.shape[1:]), pad_id, dtype=self.ids.dtype)
         mask = xp.zeros((n, width), dtype=np.int64)
         if n == 0 or width == 0:
             return out, mask
         keep = xp.minimum(lens, width)
-        row = xp.repeat(xp.arange(n), lens)
-        col = xp.arange(self.ids.shape[0]) - self.row_offsets[:-1][row]
+        total = int(self.row_offsets[-1])
+        row = (xp.searchsorted(self.row_offsets, xp.arange(total), side="right") - 1).astype(np.int64)
+        col = xp.arange(total) - self.row_offsets[:-1][row]
         sel = col < width
         if side == "left":
             col = col + (width - keep)[row]

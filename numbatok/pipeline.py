@@ -3,6 +3,8 @@
 Row step (one row -> its words): added-token split (two passes, as the reference), then the
 pre-tokenizer on every remaining piece. A word is a byte span [ws, we) of the batch, a flag wv for a
 virtual leading space (add_prefix_space), and wk: -1 for text, else the id of the added token it is.
+With a normalizer the row step runs in two halves around it (`row_pieces`, `piece_words`), and words
+are spans of the normalized buffer.
 
 Word step (one word -> its tokens): copy the word's model-space bytes, build the initial symbols,
 merge. Tokens are written at the word's capacity offset (a word never yields more tokens than its
@@ -70,6 +72,57 @@ def row_words(data, a, b, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, 
     if start_offset < b:
         k = _added_pass2(data, start_offset, b, pt_kind, pt_prefix, classes, at_data, at_off, at_ids,
                          at_flags, at_first, write, ws, we, wv, wk, k)
+    return k
+
+
+@jitable
+def _piece(write, ps, pe, pk, k, s, e, kind):
+    if write:
+        ps[k] = s
+        pe[k] = e
+        pk[k] = kind
+    return k + 1
+
+
+@jitable
+def row_pieces(data, a, b, classes, at_data, at_off, at_ids, at_flags, at_first, write, ps, pe, pk, k):
+    """With a normalizer, the row step splits in two around it. First: the pieces of row [a, b) after
+    the added tokens with normalized=false (matched in the raw text), appended at k: a text piece
+    (pk = -1) goes through the normalizer, a token piece (pk = its id) passes unchanged. Returns the
+    new count."""
+    start_offset = a
+    pos = a
+    while True:
+        t, s, e, resume = find_next(data, pos, a, b, start_offset, 0, classes, at_data, at_off, at_flags, at_first)
+        if t < 0:
+            break
+        if start_offset < s:
+            k = _piece(write, ps, pe, pk, k, start_offset, s, -1)
+        k = _piece(write, ps, pe, pk, k, s, e, at_ids[t])
+        start_offset = e
+        pos = resume
+    if start_offset < b:
+        k = _piece(write, ps, pe, pk, k, start_offset, b, -1)
+    return k
+
+
+@jitable
+def piece_words(data, pb, pk, i0, i1, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first,
+                write, ws, we, wv, wk, k):
+    """Then: the words of a row's normalized pieces i0..i1-1 (piece i is data[pb[i]:pb[i + 1]]),
+    appended at k. A token piece is one word; each text piece is a sentence of its own for the second
+    added-token pass (normalized=true tokens, normalized contents) and the pre-tokenizer."""
+    for i in range(i0, i1):
+        if pk[i] >= 0:
+            if write:
+                ws[k] = pb[i]
+                we[k] = pb[i + 1]
+                wv[k] = 0
+                wk[k] = pk[i]
+            k += 1
+        else:
+            k = _added_pass2(data, pb[i], pb[i + 1], pt_kind, pt_prefix, classes, at_data, at_off, at_ids,
+                             at_flags, at_first, write, ws, we, wv, wk, k)
     return k
 
 

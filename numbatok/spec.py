@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import decoders, processors
+from . import decoders, normalizers, processors
 from .added_tokens import AddedToken
 from .errors import NumbatokError, UnsupportedComponentError
+from .postprocess import Padding, Truncation
 from .pre_tokenizers import GPT2, MAX_STAGES, SPLIT, WHOLE
 from .pre_tokenizers.splitting import BEHAVIORS, CONTIGUOUS, ISOLATED, REMOVED
 from .unicode_tables import PUNCT, SPACE, WORD
@@ -54,6 +55,9 @@ class Spec:
     decoder: object
     added_tokens: list = field(default_factory=list)
     raw: dict = None
+    normalizer: object = None    # normalizers.Normalizer, None when there is none
+    truncation: object = None   # postprocess.Truncation
+    padding: object = None      # postprocess.Padding
 
 
 def _unsupported(path, t, supported):
@@ -175,9 +179,7 @@ def _model(d, path="model"):
 
 
 def _normalizer(d, path="normalizer"):
-    if d is None:
-        return None
-    raise _unsupported(path, d.get("type"), ["none"])
+    return normalizers.parse(d, path)
 
 
 def _added(items, path="added_tokens"):
@@ -192,6 +194,33 @@ def _added(items, path="added_tokens"):
     return out
 
 
+_STRATEGY = {"LongestFirst": "longest_first", "OnlyFirst": "only_first", "OnlySecond": "only_second"}
+
+
+def _truncation(d, path="truncation"):
+    if d is None:
+        return None
+    try:
+        return Truncation(int(d["max_length"]), int(d.get("stride", 0)),
+                          _STRATEGY.get(d.get("strategy", "LongestFirst"), d.get("strategy")),
+                          str(d.get("direction", "Right")).lower())
+    except (KeyError, TypeError, ValueError) as e:
+        raise NumbatokError(f"{path}: malformed truncation section ({e})") from None
+
+
+def _padding(d, path="padding"):
+    if d is None:
+        return None
+    strategy = d.get("strategy", "BatchLongest")
+    length = None
+    if isinstance(strategy, dict) and "Fixed" in strategy:
+        length = int(strategy["Fixed"])
+    elif strategy != "BatchLongest":
+        raise NumbatokError(f"{path}.strategy: {strategy!r} is neither 'BatchLongest' nor {{'Fixed': n}}")
+    return Padding(str(d.get("direction", "Right")).lower(), int(d.get("pad_id", 0)), int(d.get("pad_type_id", 0)),
+                   d.get("pad_token", "[PAD]"), length, d.get("pad_to_multiple_of"))
+
+
 def parse(text):
     try:
         d = json.loads(text)
@@ -199,12 +228,8 @@ def parse(text):
         raise NumbatokError(f"not a tokenizer.json: invalid JSON ({e})") from None
     if not isinstance(d, dict) or "model" not in d:
         raise NumbatokError("not a tokenizer.json: expected an object with a 'model' key")
-    _normalizer(d.get("normalizer"))
-    for key in ("truncation", "padding"):
-        if d.get(key) is not None:
-            raise UnsupportedComponentError(
-                f"{key}: a {key} section is not supported yet; remove it from the file (set it to null) "
-                f"and {'truncate' if key == 'truncation' else 'pad'} the returned arrays yourself")
-    return Spec(model=_model(d.get("model")), pre_tokenizer=_pre_tokenizer(d.get("pre_tokenizer")),
+    normalizer = _normalizer(d.get("normalizer"))
+    return Spec(truncation=_truncation(d.get("truncation")), padding=_padding(d.get("padding")),
+                model=_model(d.get("model")), pre_tokenizer=_pre_tokenizer(d.get("pre_tokenizer")),
                 post_processor=processors.parse(d.get("post_processor")), decoder=decoders.parse(d.get("decoder")),
-                added_tokens=_added(d.get("added_tokens")), raw=d)
+                added_tokens=_added(d.get("added_tokens")), raw=d, normalizer=normalizer)

@@ -15,6 +15,7 @@ from . import decoders, spec as _spec
 from .added_tokens import AddedTable
 from .encoding import Encoding, RaggedEncoding, array_module as _xp
 from .errors import InvalidInputError, NumbatokError
+from .postprocess import Padding, Truncation, apply_template, pad, trim_offsets, truncate_pair
 from . import models
 from . import unicode_tables
 
@@ -73,6 +74,8 @@ class Tokenizer:
         self._sha256 = hashlib.sha256(json_text.encode()).hexdigest() if json_text is not None else None
         self._build_tables()
         self._cuda = None
+        self._truncation = spec.truncation
+        self._padding = spec.padding
 
     # ---- loading ----
     @classmethod
@@ -107,6 +110,13 @@ class Tokenizer:
             if id_to_token[a.id] is None:
                 id_to_token[a.id] = a.content
         self._id_to_token = id_to_token
+        self._norm = s.normalizer
+        normalized = self._normalized_added_tokens()
+        # as the reference, id_to_token and decode show normalized=true added tokens in their normalized form
+        # (Encoding.tokens keep the model's strings)
+        self._decode_tokens = list(id_to_token) if normalized else id_to_token
+        for i, content in normalized.items():
+            self._decode_tokens[i] = content
         self._vocab = dict(m.vocab)
         for a in s.added_tokens:
             self._vocab.setdefault(a.content, a.id)
@@ -115,17 +125,28 @@ class Tokenizer:
         for a in s.added_tokens:
             if a.special:
                 self._special_ids[a.id] = True
+        special = {a.content for a in s.added_tokens if a.special}
+        for i, content in normalized.items():  # the reference skips by the decoded string
+            self._special_ids[i] = content in special
         self._model = models.build_tables(m, byte_level, n_ids)
         self._unk_missing = m.unk_token is not None and self._model.unk_id < 0
-        self._added = AddedTable(s.added_tokens)
+        self._added = AddedTable(s.added_tokens, normalized=normalized)
         self._classes = unicode_tables.load()
         # decoder tables: rows 0..n_ids-1 for a token after another, n_ids.. for the first token
         blobs = [decoders.token_bytes(s.decoder, t, first) if t is not None else b""
-                 for first in (False, True) for t in id_to_token]
+                 for first in (False, True) for t in self._decode_tokens]
         self._dec_offsets = np.zeros(2 * n_ids + 1, dtype=np.int64)
         np.cumsum([len(b) for b in blobs], out=self._dec_offsets[1:])
         self._dec_data = np.frombuffer(b"".join(blobs) or b"\0", dtype=np.uint8)
         self._n_ids = n_ids
+
+    def _normalized_added_tokens(self):
+        """{id: normalized content} of the normalized=true added tokens the normalizer changes."""
+        tokens = [a for a in self.spec.added_tokens if a.normalized]
+        if self._norm is None or not tokens:
+            return {}
+        contents = self._norm.normalize_strs([a.content for a in tokens])
+        return {a.id: c for a, c in zip(tokens, contents) if c != a.content}
 
     # ---- vocabulary ----
     @property
@@ -142,7 +163,7 @@ class Tokenizer:
         return self._vocab.get(token)
 
     def id_to_token(self, i):
-        return self._id_to_token[i] if 0 <= i < self._n_ids else None
+        return self._decode_tokens[i] if 0 <= i < self._n_ids else None
 
     @property
     def sha256(self):
@@ -160,90 +181,114 @@ class Tokenizer:
             from .backends import cpu as backend
         return backend.encode(self, b, want_spans)
 
-    def _assemble(self, r, add_special_tokens, want_spans, max_length=None):
-        """Raw per-token arrays -> final arrays with trimmed character offsets and special tokens.
-
-        Works on numpy or CuPy arrays alike. max_length (right truncation of a single sequence,
-        special tokens counted) cuts the sequence before the template adds its special tokens, as
-        the reference does.
-        """
-        pp = self.spec.post_processor
+    def _tokens(self, r, want_spans):
+        """Per-token arrays of one raw run (numpy or CuPy): ids, row, column, per-row lengths, and with
+        want_spans character offsets (untrimmed), trimming inputs and word indices."""
         m = _xp(r["ids"])
-        ids = r["ids"]
         row_tok = r["row_tok"]
-        n = int(row_tok.shape[0]) - 1
-        T = int(ids.shape[0])
-        tok_row = _segment_ids(m, row_tok, T)
-        tok_col = m.arange(T) - row_tok[:-1][tok_row]
-        tok = {"ids": ids}
+        T = int(r["ids"].shape[0])
+        row = _segment_ids(m, row_tok, T)
+        p = {"ids": r["ids"], "row": row, "col": m.arange(T) - row_tok[:-1][row], "lens": row_tok[1:] - row_tok[:-1]}
         if want_spans:
             cum = r["char_index"]
-            base = cum[r["row_start"]][tok_row]
-            st = cum[r["t_st"]] - base
-            en = cum[r["t_en"]] - base
-            if pp.trim_offsets:
-                lead = r["t_lead"].astype(np.int64)
-                trail = r["t_trail"].astype(np.int64)
-                if pp.add_prefix_space:
-                    first = (tok_col == 0) | (st == 0)
-                    lead = m.where(first & (lead == 1), 0, lead)
-                st = m.where(lead > 0, m.minimum(st + lead, en), st)
-                en = m.where((trail > 0) & (en >= trail), m.maximum(en - trail, st), en)
-            word_tok = r["word_tok"]
-            tok_word = _segment_ids(m, word_tok, T)
-            tok.update(st=st, en=en, word=tok_word - r["row_word"][:-1][tok_row],
-                       span_st=r["t_st"], span_en=r["t_en"], added=r["t_added"])
-        if add_special_tokens:
-            items = pp.single
-        else:  # no special tokens, but a template still sets the sequence's type id
-            seq_item = [it for it in pp.single if it[0] == "seq"]
-            items = [("seq", 0, seq_item[0][2] if "TemplateProcessing" in pp.kinds and seq_item else 0)]
-        lens = row_tok[1:] - row_tok[:-1]
-        if max_length is not None:
+            base = cum[r["row_start"]][row]
+            p.update(st=cum[r["t_st"]] - base, en=cum[r["t_en"]] - base, lead=r["t_lead"].astype(np.int64),
+                     trail=r["t_trail"].astype(np.int64),
+                     word=_segment_ids(m, r["word_tok"], T) - r["row_word"][:-1][row])
+        return p
+
+    def _keep_lengths(self, m, lens, limit, strategy):
+        """Tokens each sequence keeps per row under truncation to `limit` (the reference's rules)."""
+        if len(lens) == 1:
+            if strategy == "only_second" and bool((lens[0] > limit).any()):
+                raise NumbatokError("truncation strategy 'only_second' needs pairs of sequences")
+            return [m.minimum(lens[0], limit)]
+        n1, n2 = lens
+        total = n1 + n2
+        over = total > limit
+        if strategy == "longest_first":
+            short, long_ = m.minimum(n1, n2), m.maximum(n1, n2)
+            k_long = m.where(short > limit, short, m.maximum(short, limit - short))
+            k_short = short
+            both = k_short + k_long > limit
+            k_short = m.where(both, limit // 2, k_short)
+            k_long = m.where(both, limit // 2 + limit % 2, k_long)
+            swap = n1 > n2
+            k1, k2 = m.where(swap, k_long, k_short), m.where(swap, k_short, k_long)
+            return [m.where(over, k1, n1), m.where(over, k2, n2)]
+        target = 0 if strategy == "only_first" else 1
+        remove = m.maximum(total - limit, 0)
+        if bool((over & (lens[target] <= remove)).any()):
+            raise NumbatokError(f"truncation: a sequence is too short to remove the tokens needed with strategy "
+                                f"{strategy!r}")
+        out = [n1, n2]
+        out[target] = m.where(over, lens[target] - remove, lens[target])
+        return out
+
+    def _assemble(self, runs, add_special_tokens, want_spans, truncation=None):
+        """Raw runs (one per sequence: 1, or 2 for pairs) -> final flat arrays: truncation (no
+        overflows: that is the slow path's), ByteLevel trimming, then the template's special tokens
+        and type ids. Works on numpy or CuPy arrays alike."""
+        pp = self.spec.post_processor
+        m = _xp(runs[0]["ids"])
+        parts = [self._tokens(r, want_spans) for r in runs]
+        n = int(parts[0]["lens"].shape[0])
+        template = pp.single if len(parts) == 1 else pp.pair
+        items = template if add_special_tokens else [it for it in template if it[0] == "seq"]
+        lens = [p["lens"] for p in parts]
+        if truncation is not None:
             n_special = sum(len(it[1]) for it in items if it[0] == "special")
-            limit = max(int(max_length) - n_special, 0)
-            keep = tok_col < limit
-            tok = {k: v[keep] for k, v in tok.items()}
-            tok_row = tok_row[keep]
-            tok_col = tok_col[keep]
-            lens = m.minimum(lens, limit)
-        k_seq = [x[0] for x in items].index("seq")
-        pre = [(i, it[2]) for it in items[:k_seq] for i in it[1]]
-        post = [(i, it[2]) for it in items[k_seq + 1:] for i in it[1]]
-        seq_type = items[k_seq][2]
-        if pp.force_type_ids_zero:
-            seq_type, pre, post = 0, [(i, 0) for i, _ in pre], [(i, 0) for i, _ in post]
-        npre, npost = len(pre), len(post)
+            limit = truncation.max_length - n_special
+            if limit < 0:
+                raise NumbatokError(f"truncation max_length {truncation.max_length} is smaller than the "
+                                    f"{n_special} special tokens the post-processor adds")
+            keep_n = self._keep_lengths(m, lens, limit, truncation.strategy)
+            for p, full, k in zip(parts, lens, keep_n):
+                lo = (full - k) if truncation.direction == "left" else m.zeros_like(full)
+                sel = (p["col"] >= lo[p["row"]]) & (p["col"] < (lo + k)[p["row"]])
+                shifted = p["col"] - lo[p["row"]]
+                for key in list(p):
+                    if key != "lens":
+                        p[key] = p[key][sel]
+                p["col"] = shifted[sel]
+                p["lens"] = k
+            lens = keep_n
+        if want_spans and pp.trim_offsets:
+            for p in parts:
+                lead = p["lead"]
+                if pp.add_prefix_space:
+                    lead = m.where(((p["col"] == 0) | (p["st"] == 0)) & (lead == 1), 0, lead)
+                p["st"] = m.where(lead > 0, m.minimum(p["st"] + lead, p["en"]), p["st"])
+                p["en"] = m.where((p["trail"] > 0) & (p["en"] >= p["trail"]), m.maximum(p["en"] - p["trail"], p["st"]),
+                                  p["en"])
+        # row layout: template items one after another
+        item_len = [lens[it[1]] if it[0] == "seq" else len(it[1]) for it in items]
+        row_len = sum(item_len) if items else m.zeros(n, np.int64)
         new_off = m.zeros(n + 1, dtype=np.int64)
-        m.cumsum(lens + npre + npost, out=new_off[1:])
-        pos = new_off[:-1][tok_row] + npre + tok_col
+        m.cumsum(row_len + m.zeros(n, np.int64), out=new_off[1:])
         total = int(new_off[-1])
-
-        def place(values, fill_pre, fill_post, dtype):
-            a = m.empty(total, dtype=dtype)
-            a[pos] = values
-            for j in range(npre):
-                a[new_off[:-1] + j] = fill_pre[j]
-            for j in range(npost):
-                a[new_off[1:] - npost + j] = fill_post[j]
-            return a
-
-        out = {"row_offsets": new_off}
-        if npre == 0 and npost == 0:
-            out["ids"] = tok["ids"].astype(np.int32, copy=False)
-        else:
-            out["ids"] = place(tok["ids"], [i for i, _ in pre], [i for i, _ in post], np.int32)
+        out = {"row_offsets": new_off, "ids": m.empty(total, np.int32), "special_tokens_mask": m.ones(total, np.uint8),
+               "type_ids": m.empty(total, np.uint8)}
         if want_spans:
-            z_pre, z_post = [0] * npre, [0] * npost
-            out["offsets"] = m.stack([place(tok["st"], z_pre, z_post, np.int64),
-                                      place(tok["en"], z_pre, z_post, np.int64)], axis=1)
-            out["word_ids"] = place(tok["word"], [-1] * npre, [-1] * npost, np.int64)
-            out["special_tokens_mask"] = place(m.zeros(tok["ids"].shape[0], np.uint8), [1] * npre, [1] * npost, np.uint8)
-            out["type_ids"] = place(m.full(tok["ids"].shape[0], seq_type, np.uint8), [t for _, t in pre],
-                                    [t for _, t in post], np.uint8)
-            out["spans"] = (place(tok["span_st"], z_pre, z_post, np.int64),
-                            place(tok["span_en"], z_pre, z_post, np.int64),
-                            place(tok["added"], [2] * npre, [2] * npost, np.uint8))
+            out.update(offsets=m.zeros((total, 2), np.int64), word_ids=m.full(total, -1, np.int64))
+        start = new_off[:-1]
+        for it, length in zip(items, item_len):
+            type_id = 0 if pp.force_type_ids_zero else it[2]
+            if it[0] == "seq":
+                p = parts[it[1]]
+                pos = start[p["row"]] + p["col"]
+                out["ids"][pos] = p["ids"]
+                out["special_tokens_mask"][pos] = 0
+                out["type_ids"][pos] = type_id
+                if want_spans:
+                    out["offsets"][pos, 0] = p["st"]
+                    out["offsets"][pos, 1] = p["en"]
+                    out["word_ids"][pos] = p["word"]
+            else:
+                for k, tid in enumerate(it[1]):
+                    out["ids"][start + k] = tid
+                    out["type_ids"][start + k] = type_id
+            start = start + length
         return out
 
     def encode_ragged(self, texts, add_special_tokens=True, return_offsets=False):
@@ -253,44 +298,119 @@ class Tokenizer:
         ids (-1 where the reference has None).
         """
         b = _batch.to_batch(texts)
-        out = self._assemble(self._run(b, return_offsets), add_special_tokens, return_offsets)
+        out = self._assemble([self._run(b, return_offsets)], add_special_tokens, return_offsets, self._truncation)
         if not return_offsets:
             return RaggedEncoding(out["ids"], out["row_offsets"])
         return RaggedEncoding(out["ids"], out["row_offsets"], offsets=out["offsets"], type_ids=out["type_ids"],
                               special_tokens_mask=out["special_tokens_mask"], word_ids=out["word_ids"])
 
-    def encode_batch(self, texts, add_special_tokens=True):
-        """Reference-compatible Encoding objects, one per text. The slow path: it builds Python
-        objects per token; use encode_ragged or __call__ for throughput."""
-        if isinstance(texts, (str, bytes)):
-            raise InvalidInputError("encode_batch takes a list of texts; use encode for a single text")
+    def _raw_encodings(self, texts):
+        """Each text encoded alone (no special tokens, untrimmed character offsets): Encoding objects
+        carrying what truncation, trimming and templates need."""
         b = _batch.to_batch(texts)
-        out = _host(self._assemble(self._run(b, True), add_special_tokens, True))
-        data = _host(b.data)
-        ro = out["row_offsets"].tolist()
-        ids = out["ids"].tolist()
-        offs = out["offsets"].tolist()
-        words = out["word_ids"].tolist()
-        stm = out["special_tokens_mask"].tolist()
-        tids = out["type_ids"].tolist()
-        st, en, added = out["spans"]
-        added_pos = np.flatnonzero(added == 1)
+        r = _host(self._run(b, True))
+        n = len(r["row_tok"]) - 1
+        T = len(r["ids"])
+        tok_row = _segment_ids(np, r["row_tok"], T)
+        cum = r["char_index"]
+        base = cum[r["row_start"]][tok_row]
+        st = (cum[r["t_st"]] - base).tolist()
+        en = (cum[r["t_en"]] - base).tolist()
+        words = (_segment_ids(np, r["word_tok"], T) - r["row_word"][:-1][tok_row]).tolist()
+        ids = r["ids"].tolist()
+        lead, trail = r["t_lead"].tolist(), r["t_trail"].tolist()
         i2t = self._id_to_token
         tokens = [i2t[i] for i in ids]
-        for p in added_pos.tolist():  # added tokens show the text they matched (lstrip/rstrip spaces included)
-            tokens[p] = bytes(data[st[p]:en[p]]).decode("utf-8")
-        res = []
-        for i in range(len(ro) - 1):
-            a, z = ro[i], ro[i + 1]
-            res.append(Encoding(ids[a:z], tokens[a:z], [tuple(o) for o in offs[a:z]], tids[a:z], stm[a:z],
-                                [None if w < 0 else w for w in words[a:z]]))
-        return res
+        text, s_st, s_en = r["text"], r["s_st"], r["s_en"]  # the (normalized) text the tokens were cut from
+        for p in np.flatnonzero(r["t_added"] == 1).tolist():  # added tokens show the text they matched
+            tokens[p] = bytes(text[s_st[p]:s_en[p]]).decode("utf-8")
+        ro = r["row_tok"].tolist()
+        out = []
+        for k in range(n):
+            a, z = ro[k], ro[k + 1]
+            e = Encoding(ids[a:z], tokens[a:z], list(zip(st[a:z], en[a:z])), [0] * (z - a), [0] * (z - a), words[a:z])
+            e._lead, e._trail = lead[a:z], trail[a:z]
+            out.append(e)
+        return out
 
-    def encode(self, text, add_special_tokens=True):
-        """One text -> Encoding (as `tokenizers.Tokenizer.encode`)."""
-        if not isinstance(text, (str, bytes)):
-            raise InvalidInputError(f"encode takes one str, not {type(text).__name__}; use encode_batch for lists")
-        return self.encode_batch([text], add_special_tokens=add_special_tokens)[0]
+    def _post_process(self, a, b, add_special_tokens):
+        pp = self.spec.post_processor
+        if self._truncation is not None:
+            t = self._truncation
+            n_added = self.num_special_tokens_to_add(b is not None) if add_special_tokens else 0
+            if n_added:
+                if t.max_length < n_added:
+                    raise NumbatokError(f"truncation max_length {t.max_length} is smaller than the {n_added} special "
+                                        "tokens the post-processor adds")
+                t = Truncation(t.max_length - n_added, t.stride, t.strategy, t.direction)
+            a, b = truncate_pair(a, b, t)
+        if pp.trim_offsets:
+            for e in (a, b):
+                if e is not None:
+                    trim_offsets(e, pp.add_prefix_space)
+        return apply_template(pp, [a] if b is None else [a, b], add_special_tokens, self.id_to_token)
+
+    def encode_batch(self, inputs, add_special_tokens=True):
+        """Reference-compatible Encoding objects, one per input (a text, or a (text, pair) tuple), with
+        truncation, overflowing pieces and padding as configured. The slow path: it builds Python
+        objects per token; use encode_ragged or __call__ for throughput."""
+        if isinstance(inputs, (str, bytes)):
+            raise InvalidInputError("encode_batch takes a list of inputs; use encode for a single text")
+        inputs = list(inputs)
+        pairs = [x if isinstance(x, (tuple, list)) else (x, None) for x in inputs]
+        for i, p in enumerate(pairs):
+            if len(p) != 2:
+                raise InvalidInputError(f"batch item {i}: a pair must be (text, text_pair), got {len(p)} items")
+        firsts = [p[0] for p in pairs]
+        seconds = [p[1] for p in pairs if p[1] is not None]
+        raw = self._raw_encodings(firsts + seconds) if inputs else []
+        second_of = iter(raw[len(firsts):])
+        out = []
+        for i, p in enumerate(pairs):
+            b = None
+            if p[1] is not None:
+                b = next(second_of)
+                b.type_ids = [1] * len(b.ids)
+            out.append(self._post_process(raw[i], b, add_special_tokens))
+        if self._padding is not None:
+            pad(out, self._padding)
+        return out
+
+    def encode(self, sequence, pair=None, add_special_tokens=True):
+        """One text (and optionally its pair) -> Encoding, as `tokenizers.Tokenizer.encode`."""
+        if not isinstance(sequence, (str, bytes)) or not (pair is None or isinstance(pair, (str, bytes))):
+            raise InvalidInputError("encode takes one str (and an optional str pair); use encode_batch for lists")
+        return self.encode_batch([(sequence, pair) if pair is not None else sequence], add_special_tokens)[0]
+
+    # ---- truncation and padding ----
+    def enable_truncation(self, max_length, stride=0, strategy="longest_first", direction="right"):
+        n_added = self.num_special_tokens_to_add(False)
+        if int(max_length) >= n_added and int(max_length) - n_added < int(stride):
+            raise NumbatokError(f"truncation stride {stride} is greater than the effective max length "
+                                f"{int(max_length) - n_added} (max_length {max_length} - {n_added} special tokens)")
+        self._truncation = Truncation(int(max_length), int(stride), strategy, direction)
+
+    def no_truncation(self):
+        self._truncation = None
+
+    @property
+    def truncation(self):
+        return None if self._truncation is None else self._truncation.as_dict()
+
+    def enable_padding(self, direction="right", pad_id=0, pad_type_id=0, pad_token="[PAD]", length=None,
+                       pad_to_multiple_of=None):
+        self._padding = Padding(direction, int(pad_id), int(pad_type_id), pad_token, length, pad_to_multiple_of)
+
+    def no_padding(self):
+        self._padding = None
+
+    @property
+    def padding(self):
+        return None if self._padding is None else self._padding.as_dict()
+
+    def num_special_tokens_to_add(self, is_pair=False):
+        items = self.spec.post_processor.pair if is_pair else self.spec.post_processor.single
+        return sum(len(it[1]) for it in items if it[0] == "special")
 
     # ---- decode ----
     def decode_ragged(self, ids, row_offsets, skip_special_tokens=True):
@@ -325,39 +445,63 @@ class Tokenizer:
         return self.decode_ragged(flat, row_offsets, skip_special_tokens)
 
     # ---- tensors ----
-    def __call__(self, texts, padding=False, truncation=False, max_length=None, return_tensors=None,
-                 add_special_tokens=True, pad_to_multiple_of=None):
-        """transformers-style: a dict of input_ids and attention_mask, padded arrays when asked."""
-        single = isinstance(texts, str)
-        if truncation and max_length is None:
-            raise NumbatokError("truncation=True needs max_length (the file sets no model maximum)")
-        b = _batch.to_batch([texts] if single else texts)
-        out = self._assemble(self._run(b, False), add_special_tokens, False,
-                             max_length=max_length if truncation else None)
+    def __call__(self, text, text_pair=None, padding=False, truncation=False, max_length=None, stride=0,
+                 return_tensors=None, return_offsets_mapping=False, add_special_tokens=True, pad_to_multiple_of=None,
+                 padding_side="right"):
+        """transformers-style: input_ids, token_type_ids, attention_mask (and offset_mapping), built on
+        the device that ran the tokenizer. padding: False, True/"longest" or "max_length"; truncation:
+        False, True/"longest_first", "only_first" or "only_second" (overflowing windows are the slow
+        path's: encode_batch)."""
+        single = isinstance(text, str)
+        texts = [text] if single else list(text)
+        pairs = None if text_pair is None else ([text_pair] if isinstance(text_pair, str) else list(text_pair))
+        if pairs is not None and len(pairs) != len(texts):
+            raise InvalidInputError(f"{len(texts)} texts but {len(pairs)} text pairs")
+        trunc = None
+        if truncation not in (False, None, "do_not_truncate"):
+            if max_length is None:
+                raise NumbatokError("truncation needs max_length (numbatok does not know the model's maximum)")
+            trunc = Truncation(int(max_length), int(stride), "longest_first" if truncation is True else truncation)
+        runs = [self._run(_batch.to_batch(texts), return_offsets_mapping)]
+        if pairs is not None:
+            runs.append(self._run(_batch.to_batch(pairs), return_offsets_mapping))
+        out = self._assemble(runs, add_special_tokens, return_offsets_mapping, trunc)
+        m = _xp(out["ids"])
         r = RaggedEncoding(out["ids"], out["row_offsets"])
-        if not padding and return_tensors is None:
-            rows = r.to_list()
-            res = {"input_ids": rows, "attention_mask": [[1] * len(x) for x in rows]}
-            return {k: v[0] for k, v in res.items()} if single else res
-        if not padding:
-            lens = np.diff(r.row_offsets)
-            if len(lens) and (lens != lens[0]).any():
+        fields = {"input_ids": out["ids"], "token_type_ids": out["type_ids"]}
+        if return_offsets_mapping:
+            fields["offset_mapping"] = out["offsets"]
+        if padding in (False, None, "do_not_pad"):
+            lens = out["row_offsets"][1:] - out["row_offsets"][:-1]
+            if return_tensors is None:
+                res = {k: [x.tolist() for x in RaggedEncoding(_host(v), _host(out["row_offsets"])).rows()]
+                       for k, v in fields.items()}
+                res["attention_mask"] = [[1] * len(x) for x in res["input_ids"]]
+                return {k: v[0] for k, v in res.items()} if single else res
+            if len(texts) and bool((lens != lens[0]).any()):
                 raise NumbatokError("rows have different lengths: pass padding=True to return tensors")
-        width = None
-        if padding == "max_length":
+            width = int(lens[0]) if len(texts) else 0
+        elif padding in (True, "longest"):
+            width = int((out["row_offsets"][1:] - out["row_offsets"][:-1]).max()) if len(texts) else 0
+        elif padding == "max_length":
             if max_length is None:
                 raise NumbatokError("padding='max_length' needs max_length")
-            width = max_length
-        if pad_to_multiple_of:
-            w = width if width is not None else int(np.diff(r.row_offsets).max(initial=0))
-            width = -(-w // pad_to_multiple_of) * pad_to_multiple_of
-        pad_id = self._pad_id()
-        ids, mask = r.to_padded(pad_id=pad_id, length=width)
-        ids = ids.astype(np.int64)
-        res = {"input_ids": ids, "attention_mask": mask}
+            width = int(max_length)
+        else:
+            raise NumbatokError(f"padding must be False, True, 'longest' or 'max_length', not {padding!r}")
+        if pad_to_multiple_of and width % pad_to_multiple_of:
+            width += pad_to_multiple_of - width % pad_to_multiple_of
+        pad_values = {"input_ids": self._pad_id(), "token_type_ids": 0, "offset_mapping": 0}
+        res = {}
+        for k, v in fields.items():
+            res[k], mask = RaggedEncoding(v, out["row_offsets"]).to_padded(pad_values[k], width, padding_side)
+            res[k] = res[k].astype(np.int64)
+        res["attention_mask"] = mask
         return {k: _to_tensor(v, return_tensors) for k, v in res.items()}
 
     def _pad_id(self):
+        if self._padding is not None:
+            return self._padding.pad_id
         for name in ("<pad>", "[PAD]", "<|endoftext|>"):
             if name in self._vocab:
                 return self._vocab[name]

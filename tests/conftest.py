@@ -7,7 +7,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.environ.get("NUMBATOK_CORPUS") or os.path.join(os.path.dirname(ROOT), "shared", "corpus")
-SHIPPED = ["gpt2", "roberta-base"]
+SHIPPED = ["gpt2", "roberta-base", "bert-base-uncased", "bert-base-cased"]
 
 # The CUDA simulator runs kernel helpers as Python, where uint64 hashing "overflows" by design.
 warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning)

@@ -20,6 +20,7 @@ cuda.dispatcher.get_current_device = lambda: _Device()
 
 from numbatok import Tokenizer  # noqa: E402
 from numbatok.backends import cuda as bc  # noqa: E402
+from numbatok.normalizers.unicode_data import load as normalizer_tables  # noqa: E402
 
 
 def sig(*args):
@@ -32,6 +33,7 @@ def main():
     bpe = tok._model.arrays()
     u8, i64, i32 = np.zeros(4, np.uint8), np.zeros(4, np.int64), np.zeros(4, np.int32)
     cls = tok._classes
+    nt = normalizer_tables().arrays()
     kernels = {
         "count_words_kernel": sig(u8, i64, i64, True, cls, *at, i64, u8, i32, i64),
         "fill_words_kernel": sig(u8, i64, i64, True, cls, *at, i64, i64, i64, u8, i32),
@@ -39,6 +41,12 @@ def main():
         "compact_kernel": sig(u8, i64, i64, u8, i32, i64, i64, i64, i32, i64, i64, i64, True, cls,
                               i32, i32, i32, i64, i64, i32, i32, u8),
         "char_start_kernel": sig(u8, i64),
+        "split_pieces_kernel": sig(True, u8, i64, cls, *at, i64, i64, i64, i32, i64),
+        "identity_alignment_kernel": sig(u8, i64, i64),
+        "nf_items_kernel": sig(True, 1, u8, i64, i64, i32, *nt, i64, i32, i32, i64),
+        "normalize_pieces_kernel": sig(True, 1, 1, 1, i32, i64, i32, u8, i64, nt[0], u8, i64, i64, i64, i64, i32,
+                                       i64, i32, i32, i64, i64, i64, u8, i64, i64, i64),
+        "piece_words_kernel": sig(True, u8, i64, i32, i64, i64, True, cls, *at, i64, i64, i64, u8, i32, i64),
     }
     missing = {k.__name__ if hasattr(k, "__name__") else k.py_func.__name__ for k in bc.KERNELS} - set(kernels)
     if missing:

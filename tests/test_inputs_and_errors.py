@@ -85,14 +85,15 @@ def _json_with(**changes):
 
 @pytest.mark.parametrize("changes,message", [
     (dict(pre_tokenizer={"type": "Sequence", "pretokenizers": [{"type": "ByteLevel"}, {"type": "UnicodeScripts"}]}),
-     r"pre_tokenizer: a Sequence of 2 pre-tokenizers"),
+     r"pre_tokenizer.pretokenizers\[1\]: type 'UnicodeScripts' is not supported yet"),
+    (dict(pre_tokenizer={"type": "Sequence", "pretokenizers": [{"type": "ByteLevel"}, {"type": "Whitespace"}]}),
+     r"pre_tokenizer.pretokenizers\[1\]: a pre-tokenizer after ByteLevel is not supported yet"),
     (dict(pre_tokenizer={"type": "Sequence", "pretokenizers": [{"type": "UnicodeScripts"}]}),
      r"pre_tokenizer.pretokenizers\[0\]: type 'UnicodeScripts' is not supported yet"),
-    (dict(normalizer={"type": "NFKC"}), r"normalizer: type 'NFKC' is not supported yet"),
+    (dict(normalizer={"type": "Precompiled", "precompiled_charsmap": ""}), r"normalizer: type 'Precompiled' is not supported"),
     (dict(model__dropout=0.1), r"model.dropout: BPE dropout=0.1"),
     (dict(decoder={"type": "Metaspace"}), r"decoder: type 'Metaspace' is not supported yet"),
     (dict(post_processor={"type": "Weird"}), r"post_processor: type 'Weird' is not supported yet"),
-    (dict(truncation={"max_length": 5}), r"truncation: a truncation section is not supported yet"),
     (dict(model={"type": "Unigram", "vocab": [["a", 0.0]]}), r"model: type 'Unigram' is not supported yet"),
 ])
 def test_unsupported_components_name_their_json_path(changes, message):

@@ -3,7 +3,9 @@ import numpy as np
 
 from .._numba import cpu_kernel, prange
 from ..models.bpe import SMALL
-from ..pipeline import compact_word, row_words, store_tokens, word_tokens
+from ..normalizers.passes import identity_alignment, is_nf, nf_piece, normalize_piece
+from ..kernels.dedup import distinct_words, word_hashes
+from ..pipeline import compact_word, piece_words, row_pieces, row_words, store_tokens, word_tokens
 
 _EMPTY_I64 = np.zeros(0, np.int64)
 
@@ -69,6 +71,48 @@ def compact(data, ws, we, wv, wk, word_row, offsets, cap_off, cap_ids, cap_st, c
                      want_spans, classes, lead_tab, trail_tab, ids, t_st, t_en, t_lead, t_trail, t_added)
 
 
+@cpu_kernel(parallel=True)
+def split_pieces(write, data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, row_off, ps, pe, pk,
+                 counts):
+    """Per row: its pieces after the raw-text added tokens (count, or write at row_off[r])."""
+    for r in prange(offsets.shape[0] - 1):
+        k0 = row_off[r] if write else 0
+        counts[r] = row_pieces(data, offsets[r], offsets[r + 1], classes, at_data, at_off, at_ids, at_flags,
+                               at_first, write, ps, pe, pk, k0) - k0
+
+
+@cpu_kernel(parallel=True)
+def identity_alignments(data, ias, iae):
+    for p in prange(data.shape[0]):
+        identity_alignment(data, np.int64(p), ias, iae)
+
+
+@cpu_kernel(parallel=True)
+def nf_items(fill, head, data, ps, pe, pk, props, maps, map_off, map_data, comp, item_off, icp, ich, counts):
+    """Per piece: the item capacity of an NF pass, or its items."""
+    for i in prange(ps.shape[0]):
+        counts[i] = nf_piece(i, head, fill, data, ps, pe, pk, props, maps, map_off, map_data, comp, item_off, icp, ich)
+
+
+@cpu_kernel(parallel=True)
+def normalize_pieces(write, head, arg0, arg1, cmap, coff, cdata, sdata, soff, props, data, ias, iae, ps, pe, pk,
+                     porig, icp, ich, item_off, n_items, out_off, out, oas, oae, counts):
+    """Per piece: one normalizer pass (count, or write at out_off[i])."""
+    for i in prange(ps.shape[0]):
+        counts[i] = normalize_piece(i, head, arg0, arg1, cmap, coff, cdata, sdata, soff, props, data, ias, iae, ps,
+                                    pe, pk, porig, icp, ich, item_off, n_items, write, out_off, out, oas, oae)
+
+
+@cpu_kernel(parallel=True)
+def piece_word_rows(write, data, pb, pk, row_piece, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags,
+                    at_first, row_word, ws, we, wv, wk, counts):
+    """Per row: the words of its normalized pieces (count, or write at row_word[r])."""
+    for r in prange(row_piece.shape[0] - 1):
+        k0 = row_word[r] if write else 0
+        counts[r] = piece_words(data, pb, pk, row_piece[r], row_piece[r + 1], pt_kind, pt_prefix, classes, at_data,
+                                at_off, at_ids, at_flags, at_first, write, ws, we, wv, wk, k0) - k0
+
+
 @cpu_kernel
 def char_index(data):
     """cum[p] = number of characters that start before byte p (p = 0..len)."""
@@ -112,35 +156,111 @@ def _scan(counts):
     return off
 
 
-def encode(tok, b, want_spans):
-    """Runs the pipeline for Tokenizer `tok` over host Batch `b`; returns the raw per-token arrays."""
-    import numba
+def _readonly(a):
+    # Every pass reads read-only arrays (the batch's bytes may be a read-only buffer): one compiled
+    # specialization of each kernel, not two.
+    v = a.view()
+    v.flags.writeable = False
+    return v
 
-    data, offsets = b.data, b.offsets
-    n = len(offsets) - 1
+
+def normalize_rows(norm, data, offsets, at, classes):
+    """Added tokens' first pass, then every pass of Normalizer `norm`, over the batch (data, offsets).
+
+    Returns (text, pb, pk, row_piece, ias, iae): the normalized buffer, where piece i is
+    text[pb[i]:pb[i + 1]] (pk[i] = -1 for text, else the added token's id) and row r owns pieces
+    row_piece[r]..row_piece[r + 1] - 1; byte j of `text` comes from original bytes [ias[j], iae[j]).
+    """
+    n = offsets.shape[0] - 1
+    counts = np.empty(n, np.int64)
+    z64, z32 = np.zeros(1, np.int64), np.zeros(1, np.int32)
+    split_pieces(False, data, offsets, classes, *at, z64, z64, z64, z32, counts)
+    row_piece = _scan(counts)
+    m = int(row_piece[-1])
+    ps, pe, pk = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int32)
+    split_pieces(True, data, offsets, classes, *at, row_piece, ps, pe, pk, counts)
+    porig = ps
+    ias, iae = np.empty(data.shape[0], np.int64), np.empty(data.shape[0], np.int64)
+    identity_alignments(data, ias, iae)
+    text, ias, iae = _readonly(data), _readonly(ias), _readonly(iae)
+    tables = norm.tables.arrays()
+    counts = np.empty(m, np.int64)
+    for head, arg0, arg1, cmap, coff, cdata in norm.passes:
+        item_off, n_items, icp, ich = np.zeros(m + 1, np.int64), np.zeros(m, np.int64), z32, z32
+        if is_nf(head):
+            nf_items(False, head, text, ps, pe, pk, *tables, item_off, icp, ich, counts)
+            item_off = _scan(2 * counts)  # items, then sorting scratch
+            icp, ich = np.empty(int(item_off[-1]), np.int32), np.empty(int(item_off[-1]), np.int32)
+            nf_items(True, head, text, ps, pe, pk, *tables, item_off, icp, ich, n_items)
+        args = (head, arg0, arg1, cmap, coff, cdata, norm.sdata, norm.soff, tables[0], text, ias, iae, ps, pe, pk,
+                porig, icp, ich, item_off, n_items)
+        normalize_pieces(False, *args, z64, np.zeros(1, np.uint8), z64, z64, counts)
+        pb = _scan(counts)
+        total = int(pb[-1])
+        text, ias, iae = np.empty(total, np.uint8), np.empty(total, np.int64), np.empty(total, np.int64)
+        normalize_pieces(True, *args, pb, text, ias, iae, counts)
+        text, ias, iae = _readonly(text), _readonly(ias), _readonly(iae)
+        ps, pe = pb[:-1], pb[1:]
+    return text, pb, pk, row_piece, ias, iae
+
+
+def _words(tok, data, offsets):
+    """Words of every row: (text they point into, its row offsets, words per row, ws, we, wv, wk, alignment)."""
+    n = offsets.shape[0] - 1
     pt = tok.spec.pre_tokenizer
     at = tok._added.arrays()
     classes = tok._classes
     counts = np.empty(n, np.int64)
-    count_words(data, offsets, pt.prog, pt.add_prefix_space, classes, at[0], at[1], at[2], at[3], at[4], counts)
+    if tok._norm is None:
+        count_words(data, offsets, pt.prog, pt.add_prefix_space, classes, *at, counts)
+        text, text_off, align = data, offsets, None
+    else:
+        text, pb, pk, row_piece, ias, iae = normalize_rows(tok._norm, data, offsets, at, classes)
+        z = np.zeros(1, np.int64)
+        piece_word_rows(False, text, pb, pk, row_piece, pt.prog, pt.add_prefix_space, classes, *at, z, z, z,
+                        np.zeros(1, np.uint8), np.zeros(1, np.int32), counts)
+        text_off, align = pb[row_piece], (ias, iae)
     row_word = _scan(counts)
     nw = int(row_word[-1])
     ws = np.empty(nw, np.int64)
     we = np.empty(nw, np.int64)
     wv = np.empty(nw, np.uint8)
     wk = np.empty(nw, np.int32)
-    fill_words(data, offsets, pt.prog, pt.add_prefix_space, classes, at[0], at[1], at[2], at[3], at[4],
-               row_word, ws, we, wv, wk)
-    cap = np.where(wk >= 0, 1, we - ws + wv).astype(np.int64)
-    cap_off = _scan(cap)
-    total = int(cap_off[-1])
+    if tok._norm is None:
+        fill_words(data, offsets, pt.prog, pt.add_prefix_space, classes, *at, row_word, ws, we, wv, wk)
+    else:
+        piece_word_rows(True, text, pb, pk, row_piece, pt.prog, pt.add_prefix_space, classes, *at, row_word,
+                        ws, we, wv, wk, counts)
+    return text, text_off, counts, row_word, ws, we, wv, wk, align
+
+
+def _model_distinct(tok, text, ws, we, wv, wk):
+    """The model over each distinct word once; every word then points at its representative's
+    tokens (cap_off per word), which the compaction copies with the word's own spans."""
+    import numba
+
+    uid, first = distinct_words(text, ws, we, wv, wk, word_hashes(text, ws, we, wv, wk))
+    uws, uwe, uwv, uwk = ws[first], we[first], wv[first], wk[first]
+    cap = np.where(uwk >= 0, 1, uwe - uws + uwv).astype(np.int64)
+    ucap_off = _scan(cap)
+    total = int(ucap_off[-1])
     cap_ids = np.empty(total, np.int32)
     cap_st = np.empty(total, np.int64)
     cap_en = np.empty(total, np.int64)
-    ntok = np.empty(nw, np.int64)
-    bp = tok._model.arrays()
-    n_chunks = min(max(nw // 256, 1), 8 * numba.get_num_threads())
-    encode_words(data, ws, we, wv, wk, cap_off, *bp, n_chunks, cap_ids, cap_st, cap_en, ntok)
+    untok = np.empty(first.shape[0], np.int64)
+    n_chunks = min(max(first.shape[0] // 256, 1), 8 * numba.get_num_threads())
+    encode_words(text, uws, uwe, uwv, uwk, ucap_off, *tok._model.arrays(), n_chunks, cap_ids, cap_st, cap_en, untok)
+    return ucap_off[uid], cap_ids, cap_st, cap_en, untok[uid]
+
+
+def encode(tok, b, want_spans):
+    """Runs the pipeline for Tokenizer `tok` over host Batch `b`; returns the raw per-token arrays."""
+    data, offsets = b.data, b.offsets
+    n = len(offsets) - 1
+    classes = tok._classes
+    text, text_off, counts, row_word, ws, we, wv, wk, align = _words(tok, data, offsets)
+    nw = int(row_word[-1])
+    cap_off, cap_ids, cap_st, cap_en, ntok = _model_distinct(tok, text, ws, we, wv, wk)
     word_tok = _scan(ntok)
     T = int(word_tok[-1])
     ids = np.empty(T, np.int32)
@@ -155,10 +275,14 @@ def encode(tok, b, want_spans):
         t_st = t_en = np.zeros(0, np.int64)
         t_lead = t_trail = np.zeros(0, np.int32)
         t_added = np.zeros(0, np.uint8)
-    compact(data, ws, we, wv, wk, word_row, offsets, cap_off, cap_ids, cap_st, cap_en, word_tok, want_spans,
+    compact(text, ws, we, wv, wk, word_row, text_off, cap_off, cap_ids, cap_st, cap_en, word_tok, want_spans,
             classes, tok._model.lead_spaces, tok._model.trail_spaces, ids, t_st, t_en, t_lead, t_trail, t_added)
     r = {"ids": ids, "row_tok": word_tok[row_word], "row_word": row_word, "word_row": word_row,
          "word_tok": word_tok, "row_start": offsets[:-1]}
     if want_spans:
-        r.update(t_st=t_st, t_en=t_en, t_lead=t_lead, t_trail=t_trail, t_added=t_added, char_index=char_index(data))
+        # t_st/t_en: spans in the original bytes; s_st/s_en: in `text`, the (normalized) buffer they were cut from
+        r.update(t_st=t_st, t_en=t_en, t_lead=t_lead, t_trail=t_trail, t_added=t_added, char_index=char_index(data),
+                 text=text, s_st=t_st, s_en=t_en)
+        if align is not None:  # normalized spans -> original bytes (token spans are never empty)
+            r.update(t_st=align[0][t_st], t_en=align[1][t_en - 1])
     return r

@@ -15,7 +15,8 @@ from numba import cuda
 
 from .. import _numba  # noqa: F401  (numpy shims before the first CUDA compile)
 from ..models.bpe import SMALL
-from ..pipeline import compact_word, row_words, store_tokens, word_tokens
+from ..normalizers.passes import identity_alignment, is_nf, nf_piece, normalize_piece
+from ..pipeline import compact_word, piece_words, row_pieces, row_words, store_tokens, word_tokens
 from . import cpu
 
 SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
@@ -89,7 +90,56 @@ def char_start_kernel(data, flags):
         flags[p] = 1 if (data[p] & 0xC0) != 0x80 else 0
 
 
-KERNELS = [count_words_kernel, fill_words_kernel, encode_words_kernel, compact_kernel, char_start_kernel]
+@cuda.jit
+def split_pieces_kernel(write, data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, row_off, ps, pe,
+                        pk, counts):
+    """One thread per row: its pieces after the raw-text added tokens (count, or write at row_off[r])."""
+    r = cuda.grid(1)
+    if r < offsets.shape[0] - 1:
+        k0 = row_off[r] if write else 0
+        counts[r] = row_pieces(data, offsets[r], offsets[r + 1], classes, at_data, at_off, at_ids, at_flags,
+                               at_first, write, ps, pe, pk, k0) - k0
+
+
+@cuda.jit
+def identity_alignment_kernel(data, ias, iae):
+    """One thread per byte: the original range of the character it belongs to."""
+    p = cuda.grid(1)
+    if p < data.shape[0]:
+        identity_alignment(data, p, ias, iae)
+
+
+@cuda.jit
+def nf_items_kernel(fill, head, data, ps, pe, pk, props, maps, map_off, map_data, comp, item_off, icp, ich, counts):
+    """One thread per piece: the item capacity of an NF pass, or its items (in the global scratch)."""
+    i = cuda.grid(1)
+    if i < ps.shape[0]:
+        counts[i] = nf_piece(i, head, fill, data, ps, pe, pk, props, maps, map_off, map_data, comp, item_off, icp, ich)
+
+
+@cuda.jit
+def normalize_pieces_kernel(write, head, arg0, arg1, cmap, coff, cdata, sdata, soff, props, data, ias, iae, ps, pe,
+                            pk, porig, icp, ich, item_off, n_items, out_off, out, oas, oae, counts):
+    """One thread per piece: one normalizer pass (count, or write at out_off[i])."""
+    i = cuda.grid(1)
+    if i < ps.shape[0]:
+        counts[i] = normalize_piece(i, head, arg0, arg1, cmap, coff, cdata, sdata, soff, props, data, ias, iae, ps,
+                                    pe, pk, porig, icp, ich, item_off, n_items, write, out_off, out, oas, oae)
+
+
+@cuda.jit
+def piece_words_kernel(write, data, pb, pk, row_piece, pt_kind, pt_prefix, classes, at_data, at_off, at_ids,
+                       at_flags, at_first, row_word, ws, we, wv, wk, counts):
+    """One thread per row: the words of its normalized pieces (count, or write at row_word[r])."""
+    r = cuda.grid(1)
+    if r < row_piece.shape[0] - 1:
+        k0 = row_word[r] if write else 0
+        counts[r] = piece_words(data, pb, pk, row_piece[r], row_piece[r + 1], pt_kind, pt_prefix, classes, at_data,
+                                at_off, at_ids, at_flags, at_first, write, ws, we, wv, wk, k0) - k0
+
+
+KERNELS = [count_words_kernel, fill_words_kernel, encode_words_kernel, compact_kernel, char_start_kernel,
+           split_pieces_kernel, identity_alignment_kernel, nf_items_kernel, normalize_pieces_kernel, piece_words_kernel]
 
 
 def xp():
@@ -103,6 +153,10 @@ def xp():
 def _launch(kernel, n, *args):
     if n > 0:
         kernel[(n + THREADS - 1) // THREADS, THREADS](*args)
+
+
+def _empty(m, n, dtype):
+    return m.empty(max(n, 1), dtype)[:n]  # never a zero-size allocation
 
 
 def _scan(m, counts):
@@ -128,6 +182,12 @@ class _DeviceTables:
         self.bpe = tuple(to_device(a) for a in tok._model.arrays())
         self.lead = to_device(tok._model.lead_spaces)
         self.trail = to_device(tok._model.trail_spaces)
+        norm = tok._norm
+        if norm is not None:
+            self.norm = tuple(to_device(a) for a in norm.tables.arrays())
+            self.norm_strings = (to_device(norm.sdata), to_device(norm.soff))
+            self.norm_passes = [(head, a0, a1, *(to_device(x) for x in chain))
+                                for head, a0, a1, *chain in norm.passes]
 
 
 def tables(tok):
@@ -136,28 +196,78 @@ def tables(tok):
     return tok._cuda
 
 
+def normalize_rows(t, m, data, offsets):
+    """Added tokens' first pass, then the normalizer's passes: see `cpu.normalize_rows` (same outputs,
+    on the device). NF passes size and fill their item scratch with two launches of nf_items_kernel."""
+    n = int(offsets.shape[0]) - 1
+    z64, z32 = m.zeros(1, np.int64), m.zeros(1, np.int32)
+    counts = _empty(m, n, np.int64)
+    _launch(split_pieces_kernel, n, False, data, offsets, t.classes, *t.added, z64, z64, z64, z32, counts)
+    row_piece = _scan(m, counts)
+    k = int(row_piece[-1])
+    ps, pe, pk = _empty(m, k, np.int64), _empty(m, k, np.int64), _empty(m, k, np.int32)
+    _launch(split_pieces_kernel, n, True, data, offsets, t.classes, *t.added, row_piece, ps, pe, pk, counts)
+    porig = ps
+    text = data
+    ias, iae = _empty(m, int(data.shape[0]), np.int64), _empty(m, int(data.shape[0]), np.int64)
+    _launch(identity_alignment_kernel, int(data.shape[0]), data, ias, iae)
+    counts = _empty(m, k, np.int64)
+    for head, arg0, arg1, cmap, coff, cdata in t.norm_passes:
+        item_off, n_items, icp, ich = m.zeros(k + 1, np.int64), m.zeros(max(k, 1), np.int64), z32, z32
+        if is_nf(head):
+            _launch(nf_items_kernel, k, False, head, text, ps, pe, pk, *t.norm, item_off, icp, ich, counts)
+            item_off = _scan(m, 2 * counts)  # items, then sorting scratch
+            icp, ich = _empty(m, int(item_off[-1]), np.int32), _empty(m, int(item_off[-1]), np.int32)
+            _launch(nf_items_kernel, k, True, head, text, ps, pe, pk, *t.norm, item_off, icp, ich, n_items)
+        args = (head, arg0, arg1, cmap, coff, cdata, *t.norm_strings, t.norm[0], text, ias, iae, ps, pe, pk, porig,
+                icp, ich, item_off, n_items)
+        _launch(normalize_pieces_kernel, k, False, *args, z64, m.zeros(1, np.uint8), z64, z64, counts)
+        pb = _scan(m, counts)
+        total = int(pb[-1])
+        text, ias, iae = _empty(m, total, np.uint8), _empty(m, total, np.int64), _empty(m, total, np.int64)
+        _launch(normalize_pieces_kernel, k, True, *args, pb, text, ias, iae, counts)
+        ps, pe = pb[:-1], pb[1:]
+    return text, pb, pk, row_piece, ias, iae
+
+
+def _words(tok, t, m, data, offsets):
+    """Words of every row: (text they point into, its row offsets, row_word, ws, we, wv, wk, alignment)."""
+    n = int(offsets.shape[0]) - 1
+    pt = tok.spec.pre_tokenizer
+    counts = _empty(m, n, np.int64)
+    d64, d8, d32 = m.zeros(1, np.int64), m.zeros(1, np.uint8), m.zeros(1, np.int32)
+    if tok._norm is None:
+        _launch(count_words_kernel, n, data, offsets, t.pt_prog, pt.add_prefix_space, t.classes, *t.added,
+                d64, d8, d32, counts)
+        text, text_off, align = data, offsets, None
+    else:
+        text, pb, pk, row_piece, ias, iae = normalize_rows(t, m, data, offsets)
+        _launch(piece_words_kernel, n, False, text, pb, pk, row_piece, t.pt_prog, pt.add_prefix_space, t.classes,
+                *t.added, d64, d64, d64, d8, d32, counts)
+        text_off, align = pb[row_piece], (ias, iae)
+    row_word = _scan(m, counts)
+    nw = int(row_word[-1])
+    ws, we, wv, wk = _empty(m, nw, np.int64), _empty(m, nw, np.int64), _empty(m, nw, np.uint8), _empty(m, nw, np.int32)
+    if tok._norm is None:
+        _launch(fill_words_kernel, n, data, offsets, t.pt_prog, pt.add_prefix_space, t.classes, *t.added,
+                row_word, ws, we, wv, wk)
+    else:
+        _launch(piece_words_kernel, n, True, text, pb, pk, row_piece, t.pt_prog, pt.add_prefix_space, t.classes,
+                *t.added, row_word, ws, we, wv, wk, counts)
+    return text, text_off, row_word, ws, we, wv, wk, align
+
+
 def encode(tok, b, want_spans):
     """The pipeline over Batch `b` (host or device arrays); returns raw per-token device arrays."""
     m = xp()
     t = tables(tok)
     data = to_device(b.data)
     offsets = to_device(b.offsets)
-    n = int(offsets.shape[0]) - 1
-    pt = tok.spec.pre_tokenizer
-    counts = m.empty(n, np.int64)
     d64 = m.zeros(1, np.int64)
     d8 = m.zeros(1, np.uint8)
     d32 = m.zeros(1, np.int32)
-    _launch(count_words_kernel, n, data, offsets, t.pt_prog, pt.add_prefix_space, t.classes, *t.added,
-            d64, d8, d32, counts)
-    row_word = _scan(m, counts)
+    text, text_off, row_word, ws, we, wv, wk, align = _words(tok, t, m, data, offsets)
     nw = int(row_word[-1])
-    ws = m.empty(max(nw, 1), np.int64)[:nw]
-    we = m.empty(max(nw, 1), np.int64)[:nw]
-    wv = m.empty(max(nw, 1), np.uint8)[:nw]
-    wk = m.empty(max(nw, 1), np.int32)[:nw]
-    _launch(fill_words_kernel, n, data, offsets, t.pt_prog, pt.add_prefix_space, t.classes, *t.added,
-            row_word, ws, we, wv, wk)
     cap = m.where(wk >= 0, 1, we - ws + wv.astype(np.int64)).astype(np.int64)
     cap_off = _scan(m, cap)
     total = int(cap_off[-1])
@@ -165,8 +275,8 @@ def encode(tok, b, want_spans):
     cap_st = m.empty(max(total, 1), np.int64)
     cap_en = m.empty(max(total, 1), np.int64)
     ntok = m.empty(max(nw, 1), np.int64)[:nw]
-    _launch(encode_words_kernel, nw, data, ws, we, wv, wk, cap_off, *t.bpe, cap_ids, cap_st, cap_en, ntok)
-    _long_words_on_cpu(tok, b, m, ws, we, wv, wk, cap_off, cap_ids, cap_st, cap_en, ntok)
+    _launch(encode_words_kernel, nw, text, ws, we, wv, wk, cap_off, *t.bpe, cap_ids, cap_st, cap_en, ntok)
+    _long_words_on_cpu(tok, text, m, ws, we, wv, wk, cap_off, cap_ids, cap_st, cap_en, ntok)
     word_tok = _scan(m, ntok)
     T = int(word_tok[-1])
     ids = m.empty(max(T, 1), np.int32)[:T]
@@ -181,7 +291,7 @@ def encode(tok, b, want_spans):
         t_st = t_en = d64
         t_lead = t_trail = d32
         t_added = d8
-    _launch(compact_kernel, nw, data, ws, we, wv, wk, word_row, offsets, cap_off, cap_ids, cap_st, cap_en, word_tok,
+    _launch(compact_kernel, nw, text, ws, we, wv, wk, word_row, text_off, cap_off, cap_ids, cap_st, cap_en, word_tok,
             want_spans, t.classes, t.lead, t.trail, ids, t_st, t_en, t_lead, t_trail, t_added)
     r = {"ids": ids, "row_tok": word_tok[row_word], "row_word": row_word, "word_row": word_row,
          "word_tok": word_tok, "row_start": offsets[:-1]}
@@ -189,18 +299,20 @@ def encode(tok, b, want_spans):
         flags = m.empty(max(data.shape[0], 1), np.int64)[:data.shape[0]]
         _launch(char_start_kernel, int(data.shape[0]), data, flags)
         r.update(t_st=t_st, t_en=t_en, t_lead=t_lead, t_trail=t_trail, t_added=t_added,
-                 char_index=_scan(m, flags))
+                 char_index=_scan(m, flags), text=text, s_st=t_st, s_en=t_en)
+        if align is not None:  # normalized spans -> original bytes (token spans are never empty)
+            r.update(t_st=align[0][t_st], t_en=align[1][t_en - 1])
     return r
 
 
-def _long_words_on_cpu(tok, b, m, ws, we, wv, wk, cap_off, cap_ids, cap_st, cap_en, ntok):
+def _long_words_on_cpu(tok, text, m, ws, we, wv, wk, cap_off, cap_ids, cap_st, cap_en, ntok):
     """Words the kernel flagged (ntok == -1) are merged by the CPU's heap path and written back."""
     sel = m.flatnonzero(ntok < 0)
     if int(sel.shape[0]) == 0:
         return
     host = lambda a: a.get() if hasattr(a, "get") else np.asarray(a)  # noqa: E731
     sel_h = host(sel)
-    data_h = host(b.data)
+    data_h = host(text)
     sws, swe, swv, swk = host(ws[sel]), host(we[sel]), host(wv[sel]), host(wk[sel])
     scap = np.where(swk >= 0, 1, swe - sws + swv).astype(np.int64)
     scap_off = cpu._scan(scap)

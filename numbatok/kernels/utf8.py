@@ -35,3 +35,37 @@ def char_start_before(data, p, lo):
     while q > lo and (int(data[q]) & 0xC0) == 0x80:
         q -= 1
     return q
+
+
+@jitable
+def encoded_len(c):
+    """Length of code point c in UTF-8."""
+    if c < 0x80:
+        return 1
+    if c < 0x800:
+        return 2
+    if c < 0x10000:
+        return 3
+    return 4
+
+
+@jitable
+def encode(out, o, c):
+    """Writes code point c as UTF-8 at out[o]; returns its length."""
+    if c < 0x80:
+        out[o] = c
+        return 1
+    if c < 0x800:
+        out[o] = 0xC0 | (c >> 6)
+        out[o + 1] = 0x80 | (c & 0x3F)
+        return 2
+    if c < 0x10000:
+        out[o] = 0xE0 | (c >> 12)
+        out[o + 1] = 0x80 | ((c >> 6) & 0x3F)
+        out[o + 2] = 0x80 | (c & 0x3F)
+        return 3
+    out[o] = 0xF0 | (c >> 18)
+    out[o + 1] = 0x80 | ((c >> 12) & 0x3F)
+    out[o + 2] = 0x80 | ((c >> 6) & 0x3F)
+    out[o + 3] = 0x80 | (c & 0x3F)
+    return 4
