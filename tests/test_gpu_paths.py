@@ -36,6 +36,24 @@ SIM_SCRIPT = textwrap.dedent(r'''
         r = tok.encode_ragged(docs, add_special_tokens=False)
         cpu = numbatok.Tokenizer.from_pretrained(name, device="cpu").encode_ragged(docs, add_special_tokens=False)
         assert np.array_equal(r.ids, cpu.ids) and np.array_equal(r.row_offsets, cpu.row_offsets)
+    # BERT: normalizer, WordPiece, pairs, truncation with overflow, padding, and __call__ arrays
+    tok = numbatok.Tokenizer.from_pretrained("bert-base-uncased", device="cuda")
+    ref = Tokenizer.from_file("vocab/bert-base-uncased/tokenizer.json")
+    pairs = [(d, docs[-1 - i]) for i, d in enumerate(docs)]
+    for t in (tok, ref):
+        t.enable_truncation(9, stride=2, strategy="longest_first")
+        t.enable_padding(pad_id=0, pad_token="[PAD]")
+    def flat(e):
+        return [getattr(e, f) for f in fields] + [[flat(o) for o in e.overflowing]]
+    assert [flat(e) for e in tok.encode_batch(pairs)] == [flat(e) for e in ref.encode_batch(pairs)]
+    tok.no_truncation(), tok.no_padding(), ref.no_truncation(), ref.no_padding()
+    out = tok([a for a, _ in pairs], [b for _, b in pairs], padding=True, truncation="longest_first", max_length=12,
+              return_offsets_mapping=True)
+    ref.enable_truncation(12, strategy="longest_first")
+    want = ref.encode_batch(pairs)
+    width = max(len(e.ids) for e in want)
+    assert out["input_ids"].tolist() == [e.ids + [0] * (width - len(e.ids)) for e in want]
+    assert out["token_type_ids"].tolist() == [e.type_ids + [0] * (width - len(e.ids)) for e in want]
     print("simulator ok", len(docs))
 ''')
 

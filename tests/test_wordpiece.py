@@ -1,6 +1,7 @@
 """WordPiece and WordLevel models, the BERT-family pre-tokenizers and the WordPiece decoder, against
-`tokenizers`: the shipped BERT vocabularies (normalizer removed on both sides until the normalizer
-stage is compared separately) and tokenizer.json files built here."""
+`tokenizers`: the shipped BERT vocabularies with their normalizer removed on both sides (so model and
+pre-tokenizer meet raw text; the full files are compared in test_parity_corpus) and tokenizer.json
+files built here."""
 import json
 
 import pytest
