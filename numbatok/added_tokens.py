@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._numba import jitable
+from .kernels.hashing import same_bytes
 from .kernels.utf8 import char_start_before, decode
 from .unicode_tables import SPACE, WORD
 
@@ -72,14 +73,7 @@ def _match_here(data, p, b, at_data, at_off, at_flags, which):
             continue
         s = at_off[t]
         n = at_off[t + 1] - s
-        if p + n > b:
-            continue
-        ok = True
-        for j in range(n):
-            if data[p + j] != at_data[s + j]:
-                ok = False
-                break
-        if ok:
+        if p + n <= b and same_bytes(data, p, at_data, s, n):
             return t
     return -1
 

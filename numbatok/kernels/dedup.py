@@ -8,7 +8,7 @@ collision can never give a word another word's tokens.
 import numpy as np
 
 from .._numba import cpu_kernel, prange
-from .hashing import fnv1a
+from .hashing import fnv1a, same_bytes
 
 
 @cpu_kernel(parallel=True)
@@ -24,12 +24,7 @@ def word_hashes(data, ws, we, wv, wk):
 def _same(data, ws, we, wv, wk, i, j):
     if wv[i] != wv[j] or wk[i] != wk[j] or we[i] - ws[i] != we[j] - ws[j]:
         return False
-    a = ws[i]
-    b = ws[j]
-    for k in range(we[i] - ws[i]):
-        if data[a + k] != data[b + k]:
-            return False
-    return True
+    return same_bytes(data, ws[i], data, ws[j], we[i] - ws[i])
 
 
 @cpu_kernel

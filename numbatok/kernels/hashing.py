@@ -14,6 +14,15 @@ _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
 @jitable
+def same_bytes(a, ai, b, bi, n):
+    """a[ai:ai + n] == b[bi:bi + n]."""
+    for j in range(n):
+        if a[ai + j] != b[bi + j]:
+            return False
+    return True
+
+
+@jitable
 def fnv1a(data, s, e):
     h = np.uint64(0xCBF29CE484222325)
     for i in range(s, e):
@@ -32,14 +41,8 @@ def bytes_lookup(slots, tok_data, tok_offsets, key, s, e):
         if tid < 0:
             return -1
         ts = tok_offsets[tid]
-        if tok_offsets[tid + 1] - ts == n:
-            same = True
-            for j in range(n):
-                if tok_data[ts + j] != key[s + j]:
-                    same = False
-                    break
-            if same:
-                return tid
+        if tok_offsets[tid + 1] - ts == n and same_bytes(tok_data, ts, key, s, n):
+            return tid
         i = (i + 1) & mask
 
 

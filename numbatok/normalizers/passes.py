@@ -18,6 +18,7 @@ Heads, and the alignment each gives (the reference's NormalizedString rules):
 Count and fill run the same function (write=False only counts bytes), one thread per piece.
 """
 from .._numba import jitable
+from ..kernels.hashing import same_bytes
 from ..kernels.utf8 import char_start_before, decode, encode, encoded_len, seq_len
 from . import unicode_nf
 from .unicode_data import F_WS
@@ -88,12 +89,7 @@ def _emit(mode, src, p, q, fs, fe, ias, iae, icp, ich, data, a, porig, cmap, cof
 def _find(data, p, b, sdata, q, n):
     """First position >= p where sdata[q:q + n] occurs in data[..b], or b."""
     while p + n <= b:
-        same = True
-        for j in range(n):
-            if data[p + j] != sdata[q + j]:
-                same = False
-                break
-        if same:
+        if same_bytes(data, p, sdata, q, n):
             return p
         p += 1
     return b
