@@ -11,7 +11,7 @@ import numpy as np
 
 from ._numba import jitable
 from .kernels.hashing import same_bytes
-from .kernels.utf8 import char_start_before, decode
+from .kernels.utf8 import char_start_before, decode, skip_backward, skip_forward
 from .unicode_tables import SPACE, WORD
 
 F_SINGLE_WORD = 1
@@ -110,20 +110,10 @@ def find_next(data, pos, a, b, start_offset, which, classes, at_data, at_off, at
                 p = stop  # the reference's iterator resumes after the discarded match
                 continue
         if fl & F_LSTRIP:
-            q = start
-            while q > a:
-                r = char_start_before(data, q, a)
-                c, _ = decode(data, r)
-                if (classes[c] & SPACE) == 0:
-                    break
-                q = r
+            q, _ = skip_backward(data, start, a, classes, SPACE)
             start = q if q > start_offset else start_offset
         resume = stop
         if fl & F_RSTRIP:
-            while stop < b:
-                c, n = decode(data, stop)
-                if (classes[c] & SPACE) == 0:
-                    break
-                stop += n
+            stop, _ = skip_forward(data, stop, b, classes, SPACE)
         return t, start, stop, resume
     return -1, b, b, b

@@ -18,7 +18,7 @@ from .models.bpe import SMALL, init_symbols, merge_heap, merge_linear
 from .models.tables import WORDLEVEL, WORDPIECE
 from .pre_tokenizers import split_piece
 from .unicode_tables import SPACE
-from .kernels.utf8 import decode
+from .kernels.utf8 import skip_backward, skip_forward
 from .kernels.hashing import bytes_lookup
 
 
@@ -187,25 +187,8 @@ def token_span(data, s, e, virt, kind, st, en, row_end):
 @jitable
 def space_counts(data, a, z, classes):
     """Leading and trailing White_Space characters of data[a:z] (offset trimming of added tokens)."""
-    lead = 0
-    p = a
-    while p < z:
-        c, n = decode(data, p)
-        if (classes[c] & SPACE) == 0:
-            break
-        lead += 1
-        p += n
-    trail = 0
-    q = z
-    while q > a:
-        r = q - 1
-        while r > a and (data[r] & 0xC0) == 0x80:
-            r -= 1
-        c, n = decode(data, r)
-        if (classes[c] & SPACE) == 0:
-            break
-        trail += 1
-        q = r
+    _, lead = skip_forward(data, a, z, classes, SPACE)
+    _, trail = skip_backward(data, z, a, classes, SPACE)
     return lead, trail
 
 

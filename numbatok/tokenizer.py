@@ -207,7 +207,7 @@ class Tokenizer:
         total = n1 + n2
         over = total > limit
         if strategy == "longest_first":
-            short, long_ = m.minimum(n1, n2), m.maximum(n1, n2)
+            short = m.minimum(n1, n2)
             k_long = m.where(short > limit, short, m.maximum(short, limit - short))
             k_short = short
             both = k_short + k_long > limit
@@ -466,8 +466,6 @@ class Tokenizer:
         if pairs is not None:
             runs.append(self._run(_batch.to_batch(pairs), return_offsets_mapping))
         out = self._assemble(runs, add_special_tokens, return_offsets_mapping, trunc)
-        m = _xp(out["ids"])
-        r = RaggedEncoding(out["ids"], out["row_offsets"])
         fields = {"input_ids": out["ids"], "token_type_ids": out["type_ids"]}
         if return_offsets_mapping:
             fields["offset_mapping"] = out["offsets"]

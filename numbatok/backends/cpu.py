@@ -259,7 +259,6 @@ def encode(tok, b, want_spans):
     n = len(offsets) - 1
     classes = tok._classes
     text, text_off, counts, row_word, ws, we, wv, wk, align = _words(tok, data, offsets)
-    nw = int(row_word[-1])
     cap_off, cap_ids, cap_st, cap_en, ntok = _model_distinct(tok, text, ws, we, wv, wk)
     word_tok = _scan(ntok)
     T = int(word_tok[-1])

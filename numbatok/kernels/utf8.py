@@ -69,3 +69,30 @@ def encode(out, o, c):
     out[o + 2] = 0x80 | ((c >> 6) & 0x3F)
     out[o + 3] = 0x80 | (c & 0x3F)
     return 4
+
+
+@jitable
+def skip_forward(data, p, end, table, mask):
+    """(first position from p, before end, whose character has no `mask` bit in `table`; characters skipped)."""
+    k = 0
+    while p < end:
+        c, n = decode(data, p)
+        if (table[c] & mask) == 0:
+            break
+        p += n
+        k += 1
+    return p, k
+
+
+@jitable
+def skip_backward(data, p, lo, table, mask):
+    """The same walking left from p (not below lo): (start of the run of `mask` characters ending at p; count)."""
+    k = 0
+    while p > lo:
+        r = char_start_before(data, p, lo)
+        c, _ = decode(data, r)
+        if (table[c] & mask) == 0:
+            break
+        p = r
+        k += 1
+    return p, k

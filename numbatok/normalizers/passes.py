@@ -19,7 +19,7 @@ Count and fill run the same function (write=False only counts bytes), one thread
 """
 from .._numba import jitable
 from ..kernels.hashing import same_bytes
-from ..kernels.utf8 import char_start_before, decode, encode, encoded_len, seq_len
+from ..kernels.utf8 import decode, encode, encoded_len, seq_len, skip_backward, skip_forward
 from . import unicode_nf
 from .unicode_data import F_WS
 
@@ -104,18 +104,9 @@ def run_piece(head, arg0, arg1, cmap, coff, cdata, sdata, soff, props, data, ias
         lo = a
         hi = b
         if arg0:
-            while lo < hi:
-                c, L = decode(data, lo)
-                if (props[c] & F_WS) == 0:
-                    break
-                lo += L
+            lo, _ = skip_forward(data, lo, hi, props, F_WS)
         if arg1:
-            while hi > lo:
-                r = char_start_before(data, hi, lo)
-                c, L = decode(data, r)
-                if (props[c] & F_WS) == 0:
-                    break
-                hi = r
+            hi, _ = skip_backward(data, hi, lo, props, F_WS)
         a, b = lo, hi
     elif head == REPLACE:  # arg0: pattern, arg1: content (string indices); leftmost, non-overlapping
         pn = soff[arg0 + 1] - soff[arg0]
