@@ -1,159 +1,351 @@
-"""Throughput of numbatok against its peers, same documents, same run, ids checked before timing.
+"""Throughput and latency of numbatok against its peers: same documents, same run, ids checked first.
 
-    python benchmarks/bench.py                       # gpt2, big.txt paragraphs x4, every device present
-    python benchmarks/bench.py --repeat 1 --runs 3 --json results.json
+    python benchmarks/bench.py                                   # gpt2, big.txt paragraphs
+    python benchmarks/bench.py --tokenizers gpt2,roberta-base,bert-base-uncased --data big,udhr \\
+        --latency --json results.json --png results.png
 
-Each configuration is timed on a first pass (what a fresh process sees; the fastest peers cache
-words, so re-runs flatter them) and as the median of --runs warm re-runs. Every configuration's ids
-are compared with `tokenizers` on all documents before it is timed; a mismatch is reported and the
-row is not timed. Peers that are not installed are skipped.
+Every configuration runs in a fresh process: it builds its tokenizer, warms up on one unrelated
+sentence (so JIT loading is not counted), then encodes the documents once (the "first pass": the
+fastest peers cache words, so this is what a new corpus sees), compares every id with `tokenizers`
+(a configuration that differs is reported and not timed), and re-encodes them --runs times (the
+"warm" figure is the median). All outputs are arrays or the library's own batch result; special
+tokens are not added. Peers that are not installed, or do not support the vocabulary, are skipped.
 """
 import argparse
 import json
 import os
+import pickle
 import platform
+import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
-
-import numbatok  # noqa: E402
-from numbatok.backends import gpu_available  # noqa: E402
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
 
 
 def find_corpus(arg):
-    for c in [arg, os.environ.get("NUMBATOK_CORPUS"), os.path.join(HERE, "..", "..", "shared", "corpus"),
-              os.path.join(HERE, "..", ".device-carry", "corpus")]:
+    for c in [arg, os.environ.get("NUMBATOK_CORPUS"), os.path.join(ROOT, "..", "shared", "corpus"),
+              os.path.join(ROOT, ".device-carry", "corpus")]:
         if c and os.path.isfile(os.path.join(c, "big.txt")):
             return c
     sys.exit("big.txt not found: pass --corpus DIR (a folder holding big.txt)")
 
 
-def sync():
-    if gpu_available():
-        import cupy
-        cupy.cuda.Device().synchronize()
+def load_docs(corpus, which, repeat):
+    if which == "big":
+        with open(os.path.join(corpus, "big.txt"), encoding="utf-8") as f:
+            docs = f.read().split("\n\n")
+    else:
+        name = {"udhr": "udhr_multilingual.jsonl", "code": "code_and_markup.jsonl"}[which]
+        with open(os.path.join(corpus, name), encoding="utf-8") as f:
+            docs = [json.loads(line)["text"] for line in f]
+    return docs * repeat
 
 
-def to_lists(r):
-    return numbatok.RaggedEncoding(*(x.get() if hasattr(x, "get") else x for x in (r.ids, r.row_offsets))).to_list() \
-        if hasattr(r, "row_offsets") else r
+# ---- configurations: name -> prepare(tokenizer name, threads) -> run(docs) -> (flat ids, offsets) or lists ----
+
+def _numbatok(device):
+    def prepare(name, threads):
+        import numbatok
+        tok = numbatok.Tokenizer.from_pretrained(name, device=device)
+
+        def run(docs):
+            r = tok.encode_ragged(docs, add_special_tokens=False)
+            return r.to_host() if device == "cuda" else r
+        return run
+    return prepare
 
 
-def configurations(name, cores):
-    """(label, prepare() -> run(docs) -> ids as lists or RaggedEncoding)."""
-    out = []
+def _numbatok_on_device(name, threads):
+    import cupy
+    import numbatok
+    from numbatok.batch import Batch, to_batch
+    tok = numbatok.Tokenizer.from_pretrained(name, device="cuda")
+    staged = {}
 
-    def numbatok_list(device):
-        def prepare():
-            tok = numbatok.Tokenizer.from_pretrained(name, device=device)
-            return lambda docs: tok.encode_ragged(docs, add_special_tokens=False).to_host() \
-                if device == "cuda" else tok.encode_ragged(docs, add_special_tokens=False)
-        return prepare
+    def run(docs):
+        if id(docs) not in staged:  # the input is on the device before timing starts
+            b = to_batch(docs)
+            staged[id(docs)] = Batch(cupy.asarray(b.data), cupy.asarray(b.offsets))
+        return tok.encode_ragged(staged[id(docs)], add_special_tokens=False)
+    return run
 
-    out.append(("numbatok cpu, list[str] -> host arrays", numbatok_list("cpu")))
-    if gpu_available():
-        out.append(("numbatok cuda, list[str] -> host arrays", numbatok_list("cuda")))
 
-        def device_resident():
-            import cupy
-            from numbatok.batch import Batch, to_batch
-            tok = numbatok.Tokenizer.from_pretrained(name, device="cuda")
-            cache = {}
+def _tokenizers(name, threads):
+    from tokenizers import Tokenizer
+    import numbatok
+    ref = Tokenizer.from_file(numbatok.tokenizer.resolve_path(name))
+    return lambda docs: ref.encode_batch(docs, add_special_tokens=False)
 
-            def run(docs):
-                key = id(docs)
-                if key not in cache:
-                    b = to_batch(docs)
-                    cache[key] = Batch(cupy.asarray(b.data), cupy.asarray(b.offsets))
-                return tok.encode_ragged(cache[key], add_special_tokens=False)
-            return run
-        out.append(("numbatok cuda, bytes on device -> ids on device", device_resident))
 
-    def hf():
-        from tokenizers import Tokenizer
-        ref = Tokenizer.from_file(numbatok.tokenizer.resolve_path(name))
-        return lambda docs: [e.ids for e in ref.encode_batch(docs, add_special_tokens=False)]
-    out.append(("tokenizers encode_batch", hf))
+def _tiktoken(name, threads):
+    if name != "gpt2":
+        raise NotImplementedError("tiktoken has no such encoding")
+    import numbatok
+    from numbatok.compat import to_tiktoken
+    enc = to_tiktoken(numbatok.Tokenizer.from_pretrained(name, device="cpu"))
+    return lambda docs: enc.encode_ordinary_batch(docs, num_threads=threads)
 
-    def tk():
-        from numbatok.compat import to_tiktoken
-        enc = to_tiktoken(numbatok.Tokenizer.from_pretrained(name, device="cpu"))
-        return lambda docs: enc.encode_ordinary_batch(docs, num_threads=cores)
-    out.append((f"tiktoken encode_ordinary_batch ({cores} threads)", tk))
 
-    def gigatoken():
-        import gigatoken as gt  # optional peer
-        enc = gt.Tokenizer.from_file(numbatok.tokenizer.resolve_path(name))
-        return lambda docs: enc.encode_batch(docs).tolist()
-    out.append(("gigatoken encode_batch", gigatoken))
+def _gigatoken(name, threads):
+    import gigatoken
+    import numbatok
+    spec = json.load(open(numbatok.tokenizer.resolve_path(name), encoding="utf-8"))
+    if spec["model"].get("type") not in ("BPE", None):
+        raise NotImplementedError("gigatoken encodes BPE vocabularies only")
+    enc = gigatoken.Tokenizer(numbatok.tokenizer.resolve_path(name))
+    return lambda docs: enc.encode_batch(docs)
 
-    def fastokens():
-        import fastokens  # optional peer
-        enc = fastokens.Tokenizer.from_file(numbatok.tokenizer.resolve_path(name))
-        return lambda docs: [e.ids for e in enc.encode_batch(docs, add_special_tokens=False)]
-    out.append(("fastokens encode_batch", fastokens))
+
+def _fastokens(name, threads):
+    import fastokens
+    import numbatok
+    enc = fastokens.Tokenizer.from_file(numbatok.tokenizer.resolve_path(name))
+    return lambda docs: enc.encode_batch_flat(docs, add_special_tokens=False)
+
+
+CONFIGS = {
+    "numbatok cpu": _numbatok("cpu"),
+    "numbatok cuda (list[str] -> host arrays)": _numbatok("cuda"),
+    "numbatok cuda (bytes on device -> ids on device)": _numbatok_on_device,
+    "tokenizers encode_batch": _tokenizers,
+    "tiktoken encode_ordinary_batch": _tiktoken,
+    "gigatoken encode_batch (awkward array)": _gigatoken,
+    "fastokens encode_batch_flat (buffers)": _fastokens,
+}
+
+
+def to_flat(got):
+    """Any configuration's output -> (flat int64 ids, int64 row offsets), for the exactness check."""
+    if hasattr(got, "row_offsets"):
+        return np.asarray(got.ids, np.int64), np.asarray(got.row_offsets, np.int64)
+    if isinstance(got, tuple) and len(got) == 2 and isinstance(got[0], (bytes, bytearray, memoryview)):
+        return np.frombuffer(got[0], np.uint32).astype(np.int64), np.frombuffer(got[1], np.uint64).astype(np.int64)
+    if type(got).__module__.startswith("awkward"):
+        import awkward as ak
+        return np.asarray(ak.flatten(got), np.int64), np.concatenate(([0], np.cumsum(ak.num(got)))).astype(np.int64)
+    rows = [e.ids if hasattr(e, "ids") else e for e in got]
+    return (np.fromiter((i for r in rows for i in r), np.int64),
+            np.concatenate(([0], np.cumsum([len(r) for r in rows]))).astype(np.int64))
+
+
+def _sync():
+    if "cupy" in sys.modules:
+        sys.modules["cupy"].cuda.Device().synchronize()
+
+
+def child(args):
+    """One configuration in a fresh process; prints one JSON line."""
+    with open(args.child_docs, "rb") as f:
+        docs = pickle.load(f)
+    ref = np.load(args.child_ref)
+    threads = os.cpu_count()
+    out = {"config": args.child, "tokenizer": args.tokenizer, "data": args.child_data}
+    try:
+        run = CONFIGS[args.child](args.tokenizer, threads)
+        run(["Warm up: one unrelated sentence, so that loading and JIT compilation are not timed."])
+    except (ImportError, NotImplementedError) as e:
+        out["skipped"] = f"{type(e).__name__}: {e}"
+        print(json.dumps(out))
+        return
+    nbytes = sum(len(d.encode()) for d in docs)
+    t0 = time.perf_counter()
+    got = run(docs)
+    _sync()
+    first = time.perf_counter() - t0
+    ids, offs = to_flat(got)
+    if not (np.array_equal(ids, ref["ids"]) and np.array_equal(offs, ref["offsets"])):
+        rows = np.flatnonzero([not np.array_equal(ids[offs[i]:offs[i + 1]], ref["ids"][ref["offsets"][i]:ref["offsets"][i + 1]])
+                               for i in range(len(docs))]) if len(offs) == len(ref["offsets"]) else []
+        out.update(exact=False, differing_rows=len(rows))
+        print(json.dumps(out))
+        return
+    times = []
+    for _ in range(args.runs):
+        t0 = time.perf_counter()
+        run(docs)
+        _sync()
+        times.append(time.perf_counter() - t0)
+    warm = float(np.median(times))
+    out.update(exact=True, bytes=nbytes, first_pass_s=first, warm_s=warm, first_pass_MBps=nbytes / first / 1e6,
+               warm_MBps=nbytes / warm / 1e6)
+    if args.latency:
+        out["latency_ms"] = latency(run, docs)
+    print(json.dumps(out))
+
+
+def latency(run, docs):
+    """Median wall time per call (ms) for batches of 1, 64 and 4096 documents and one 10 MB document."""
+    res = {}
+    for size in (1, 64, 4096):
+        batch = (docs * (size // max(len(docs), 1) + 1))[:size]
+        calls = max(3, min(200, int(2e6 // max(sum(len(d) for d in batch), 1))))
+        ts = []
+        for _ in range(calls):
+            t0 = time.perf_counter()
+            run(batch)
+            _sync()
+            ts.append(time.perf_counter() - t0)
+        res[f"batch {size}"] = float(np.median(ts)) * 1e3
+    big = "\n\n".join(docs)
+    big = (big * (10_000_000 // max(len(big), 1) + 1))[:10_000_000]
+    t0 = time.perf_counter()
+    run([big])
+    _sync()
+    res["one 10 MB document"] = (time.perf_counter() - t0) * 1e3
+    return res
+
+
+def versions():
+    out = {"python": platform.python_version()}
+    for mod in ("numbatok", "numba", "numpy", "tokenizers", "tiktoken", "gigatoken", "fastokens", "cupy"):
+        try:
+            m = __import__(mod)
+            out[mod] = getattr(m, "__version__", "?")
+        except ImportError:
+            pass
     return out
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tokenizer", default="gpt2")
+    ap.add_argument("--tokenizers", default="gpt2")
+    ap.add_argument("--data", default="big", help="comma-separated: big (big.txt paragraphs), udhr, code")
+    ap.add_argument("--configs", help="comma-separated subset of: " + "; ".join(CONFIGS))
     ap.add_argument("--corpus")
-    ap.add_argument("--repeat", type=int, default=4, help="big.txt paragraphs repeated this many times")
+    ap.add_argument("--repeat", type=int, default=1, help="documents repeated this many times")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--latency", action="store_true", help="also time batches of 1, 64, 4096 and one 10 MB document")
+    ap.add_argument("--timeout", type=int, default=600, help="seconds per configuration")
     ap.add_argument("--json")
+    ap.add_argument("--png")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--tokenizer", help=argparse.SUPPRESS)
+    ap.add_argument("--child-docs", help=argparse.SUPPRESS)
+    ap.add_argument("--child-ref", help=argparse.SUPPRESS)
+    ap.add_argument("--child-data", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    corpus = find_corpus(args.corpus)
-    with open(os.path.join(corpus, "big.txt"), encoding="utf-8") as f:
-        paras = f.read().split("\n\n")
-    docs = paras * args.repeat
-    nbytes = sum(len(d.encode()) for d in docs)
-    cores = os.cpu_count()
-    print(f"{args.tokenizer}: {len(docs)} documents, {nbytes / 1e6:.1f} MB; {cores} cores; "
-          f"{platform.processor() or platform.machine()}; numbatok {numbatok.__version__}", flush=True)
+    if args.child:
+        return child(args)
+
     from tokenizers import Tokenizer
-    ref_ids = [e.ids for e in Tokenizer.from_file(numbatok.tokenizer.resolve_path(args.tokenizer))
-               .encode_batch(docs, add_special_tokens=False)]
+    import numbatok
+    corpus = find_corpus(args.corpus)
+    configs = args.configs.split(",") if args.configs else list(CONFIGS)
+    try:
+        from numbatok.backends import gpu_available
+        has_gpu = gpu_available()
+    except Exception:
+        has_gpu = False
+    if not has_gpu:
+        configs = [c for c in configs if "cuda" not in c]
+    machine = {"cores": os.cpu_count(), "cpu": platform.processor() or platform.machine(), "gpu": has_gpu}
+    print(f"{machine['cores']} cores, {machine['cpu']}, GPU: {has_gpu}; {versions()}", flush=True)
     rows = []
-    for label, prepare in configurations(args.tokenizer, cores):
-        try:
-            run = prepare()
-        except ImportError:
-            print(f"  {label}: not installed, skipped")
-            continue
-        t0 = time.perf_counter()
-        got = run(docs)
-        sync()
-        first = time.perf_counter() - t0
-        if to_lists(got) != ref_ids:
-            print(f"  {label}: ids differ from tokenizers: NOT TIMED")
-            rows.append({"config": label, "exact": False})
-            continue
-        times = []
-        for _ in range(args.runs):
-            t0 = time.perf_counter()
-            run(docs)
-            sync()
-            times.append(time.perf_counter() - t0)
-        warm = float(np.median(times))
-        rows.append({"config": label, "exact": True, "first_pass_s": first, "warm_s": warm,
-                     "first_pass_MBps": nbytes / first / 1e6, "warm_MBps": nbytes / warm / 1e6})
-        print(f"  {label}: first pass {nbytes / first / 1e6:.1f} MB/s, warm {nbytes / warm / 1e6:.1f} MB/s", flush=True)
-    base = next((r["warm_MBps"] for r in rows if r["config"].startswith("tokenizers") and r.get("exact")), None)
-    print(f"\n| configuration | first pass MB/s | warm MB/s | x tokenizers (warm) |\n|---|---|---|---|")
-    for r in rows:
-        if r.get("exact"):
-            ratio = f"{r['warm_MBps'] / base:.1f}" if base else "-"
-            print(f"| {r['config']} | {r['first_pass_MBps']:.1f} | {r['warm_MBps']:.1f} | {ratio} |")
+    with tempfile.TemporaryDirectory() as tmp:
+        for data in args.data.split(","):
+            docs = load_docs(corpus, data, args.repeat)
+            docs_file = os.path.join(tmp, "docs.pkl")
+            with open(docs_file, "wb") as f:
+                pickle.dump(docs, f)
+            nbytes = sum(len(d.encode()) for d in docs)
+            for name in args.tokenizers.split(","):
+                ref = Tokenizer.from_file(numbatok.tokenizer.resolve_path(name)).encode_batch(docs, add_special_tokens=False)
+                ids, offs = to_flat(ref)
+                ref_file = os.path.join(tmp, "ref.npz")
+                np.savez(ref_file, ids=ids, offsets=offs)
+                print(f"\n{name} on {data}: {len(docs)} documents, {nbytes / 1e6:.1f} MB", flush=True)
+                for config in configs:
+                    cmd = [sys.executable, os.path.abspath(__file__), "--child", config, "--tokenizer", name,
+                           "--child-docs", docs_file, "--child-ref", ref_file, "--child-data", data,
+                           "--runs", str(args.runs)] + (["--latency"] if args.latency else [])
+                    try:
+                        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+                        line = [x for x in p.stdout.splitlines() if x.startswith("{")]
+                        row = json.loads(line[-1]) if line else {"config": config, "tokenizer": name, "data": data,
+                                                                 "error": (p.stderr or "no output")[-300:]}
+                    except subprocess.TimeoutExpired:
+                        row = {"config": config, "tokenizer": name, "data": data, "error": f"over {args.timeout} s"}
+                    rows.append(row)
+                    print("  " + describe(row), flush=True)
+    print(table(rows))
+    if args.latency:
+        print(latency_table(rows))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"tokenizer": args.tokenizer, "documents": len(docs), "bytes": nbytes, "cores": cores,
+            json.dump({"machine": machine, "versions": versions(), "repeat": args.repeat, "runs": args.runs,
                        "rows": rows}, f, indent=1)
+    if args.png:
+        chart(rows, args.png, machine)
     return 0
+
+
+def describe(r):
+    if "skipped" in r:
+        return f"{r['config']}: skipped ({r['skipped']})"
+    if "error" in r:
+        return f"{r['config']}: failed: {r['error']}"
+    if not r.get("exact"):
+        return f"{r['config']}: ids differ from tokenizers on {r.get('differing_rows', '?')} documents: NOT TIMED"
+    return f"{r['config']}: first pass {r['first_pass_MBps']:.1f} MB/s, warm {r['warm_MBps']:.1f} MB/s"
+
+
+def table(rows):
+    out = ["", "| tokenizer | data | configuration | first pass MB/s | warm MB/s | x tokenizers (first / warm) |",
+           "|---|---|---|---|---|---|"]
+    for r in rows:
+        if not r.get("exact"):
+            continue
+        base = next((b for b in rows if b.get("exact") and b["config"].startswith("tokenizers")
+                     and b["tokenizer"] == r["tokenizer"] and b["data"] == r["data"]), None)
+        ratio = (f"{r['first_pass_MBps'] / base['first_pass_MBps']:.1f} / {r['warm_MBps'] / base['warm_MBps']:.1f}"
+                 if base else "-")
+        out.append(f"| {r['tokenizer']} | {r['data']} | {r['config']} | {r['first_pass_MBps']:.1f} | "
+                   f"{r['warm_MBps']:.1f} | {ratio} |")
+    return "\n".join(out)
+
+
+def latency_table(rows):
+    keys = ["batch 1", "batch 64", "batch 4096", "one 10 MB document"]
+    out = ["", "| tokenizer | data | configuration | " + " | ".join(f"{k} (ms)" for k in keys) + " |",
+           "|---|---|---|" + "---|" * len(keys)]
+    for r in rows:
+        if r.get("latency_ms"):
+            out.append(f"| {r['tokenizer']} | {r['data']} | {r['config']} | "
+                       + " | ".join(f"{r['latency_ms'][k]:.2f}" for k in keys) + " |")
+    return "\n".join(out)
+
+
+def chart(rows, path, machine):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no chart")
+        return
+    ok = [r for r in rows if r.get("exact")]
+    groups = sorted({(r["tokenizer"], r["data"]) for r in ok})
+    configs = list(dict.fromkeys(r["config"] for r in ok))
+    fig, axes = plt.subplots(len(groups), 1, figsize=(9, 1.2 + 0.5 * len(configs) * len(groups)), squeeze=False)
+    for ax, (tok, data) in zip(axes[:, 0], groups):
+        sub = {r["config"]: r for r in ok if r["tokenizer"] == tok and r["data"] == data}
+        names = [c for c in configs if c in sub]
+        y = np.arange(len(names))
+        ax.barh(y - 0.2, [sub[c]["first_pass_MBps"] for c in names], 0.4, label="first pass")
+        ax.barh(y + 0.2, [sub[c]["warm_MBps"] for c in names], 0.4, label="warm")
+        ax.set_yticks(y, names, fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xscale("log")
+        ax.set_title(f"{tok}, {data}: MB/s ({machine['cores']} cores, GPU: {machine['gpu']})", fontsize=9)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 if __name__ == "__main__":

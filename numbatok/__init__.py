@@ -7,8 +7,16 @@
 """
 from .encoding import Encoding, RaggedEncoding
 from .errors import InvalidInputError, NumbatokError, UnsupportedComponentError
-from .tokenizer import Tokenizer, shipped_names
 
 __version__ = "0.1.0"
 __all__ = ["Tokenizer", "Encoding", "RaggedEncoding", "NumbatokError", "UnsupportedComponentError",
            "InvalidInputError", "shipped_names", "__version__"]
+
+
+def __getattr__(name):
+    # Numba takes longer to import than everything else together: it is loaded with the tokenizer,
+    # on first use, so that `import numbatok` (a CLI's --help, a worker's start) stays fast.
+    if name in ("Tokenizer", "shipped_names"):
+        import importlib
+        return getattr(importlib.import_module("numbatok.tokenizer"), name)
+    raise AttributeError(f"module 'numbatok' has no attribute {name!r}")

@@ -5,15 +5,24 @@ Turning a list of str into this layout is itself a hot path (it can cost more th
 so it is done by pyarrow when installed (one C pass) and otherwise by one join + one encode with a
 compiled character-to-byte walk, never by per-document Python work.
 """
+import sys
+
 import numpy as np
 
 from ._numba import cpu_kernel
 from .errors import InvalidInputError
 
-try:  # optional, and the fastest str -> UTF-8 path there is
-    import pyarrow as _pa
-except ImportError:  # pragma: no cover - exercised where pyarrow is absent
-    _pa = None
+
+def _pyarrow():
+    """pyarrow if installed (optional, and the fastest str -> UTF-8 path there is), imported on first
+    need so that `import numbatok` stays fast."""
+    if "pyarrow" in sys.modules:
+        return sys.modules["pyarrow"]
+    try:
+        import pyarrow
+    except ImportError:  # pragma: no cover - exercised where pyarrow is absent
+        return None
+    return pyarrow
 
 
 class Batch:
@@ -129,7 +138,8 @@ def _from_str_list(texts):
             "and replace missing documents with '' before encoding") from None
     # Measured: for ASCII text one join + encode beats pyarrow; for mixed scripts pyarrow's
     # conversion is 3-5x faster than the widened join, so it takes over when installed.
-    if not joined.isascii() and _pa is not None:
+    _pa = None if joined.isascii() else _pyarrow()
+    if _pa is not None:
         try:
             return from_arrow(_pa.array(texts, type=_pa.large_string()))
         except (_pa.ArrowInvalid, UnicodeEncodeError):
@@ -237,6 +247,7 @@ def to_batch(texts):
         texts = [bytes(texts)]
     if texts is None:
         raise InvalidInputError("expected text, got None")
+    _pa = sys.modules.get("pyarrow")  # an Arrow array means pyarrow is already imported
     if _pa is not None and isinstance(texts, (_pa.Array, _pa.ChunkedArray)):
         return from_arrow(texts)
     if isinstance(texts, np.ndarray):

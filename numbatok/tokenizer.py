@@ -15,11 +15,16 @@ from . import decoders, spec as _spec
 from .added_tokens import AddedTable
 from .encoding import Encoding, RaggedEncoding, array_module as _xp
 from .errors import InvalidInputError, NumbatokError
+from .kernels.word_cache import WordCache
 from .postprocess import Padding, Truncation, apply_template, pad, trim_offsets, truncate_pair
 from . import models
 from . import unicode_tables
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+# Below this many bytes, device="auto" encodes on the CPU even when a GPU is present. A first guess,
+# not yet measured on a GPU: benchmarks/bench.py --latency is how to set it.
+AUTO_GPU_MIN_BYTES = 1 << 20
+SLICE_BYTES = 1 << 28  # the CPU fast path encodes larger batches slice by slice (bounded memory)
 VOCAB_DIRS = [os.path.join(_HERE, "vocab"), os.path.join(os.path.dirname(_HERE), "vocab")]
 
 
@@ -71,6 +76,9 @@ class Tokenizer:
     def __init__(self, spec, device="auto", json_text=None):
         self.spec = spec
         self.device = _resolve_device(device)
+        # device="auto" on a GPU machine still encodes small calls on the CPU (launches and copies
+        # cost more than they save there); see AUTO_GPU_MIN_BYTES.
+        self._auto = device == "auto"
         self._sha256 = hashlib.sha256(json_text.encode()).hexdigest() if json_text is not None else None
         self._build_tables()
         self._cuda = None
@@ -84,7 +92,7 @@ class Tokenizer:
 
     @classmethod
     def from_file(cls, path, device="auto"):
-        device = _resolve_device(device)  # a device problem is not the file's: report it first, plainly
+        _resolve_device(device)  # a device problem is not the file's: report it first, plainly
         with open(path, encoding="utf-8") as f:
             text = f.read()
         try:
@@ -130,6 +138,7 @@ class Tokenizer:
             self._special_ids[i] = content in special
         self._model = models.build_tables(m, byte_level, n_ids)
         self._unk_missing = m.unk_token is not None and self._model.unk_id < 0
+        self._word_cache = WordCache()
         self._added = AddedTable(s.added_tokens, normalized=normalized)
         self._classes = unicode_tables.load()
         # decoder tables: rows 0..n_ids-1 for a token after another, n_ids.. for the first token
@@ -175,11 +184,50 @@ class Tokenizer:
         if self._unk_missing:
             raise NumbatokError(f"model.unk_token {self.spec.model.unk_token!r} is not in the vocab: the "
                                 "reference fails on any word that needs it; fix the file's unk_token")
-        if self.device == "cuda":
+        if self._device_for(b) == "cuda":
             from .backends import cuda as backend
-        else:
-            from .backends import cpu as backend
-        return backend.encode(self, b, want_spans)
+            return backend.encode(self, b, want_spans)
+        if not want_spans:
+            ids, row_off = self._run_ids(b)
+            return {"ids": ids, "row_tok": row_off}
+        from .backends import cpu
+        return cpu.encode(self, b, want_spans)
+
+    def _device_for(self, b):
+        if self.device == "cuda" and self._auto and isinstance(b.data, np.ndarray) and \
+                b.data.shape[0] < AUTO_GPU_MIN_BYTES:
+            return "cpu"
+        return self.device
+
+    def _run_ids(self, b):
+        """CPU ids and row token offsets: the fused kernel with the word cache, over slices of about
+        SLICE_BYTES so that its scratch (a few times the slice) stays bounded for any input size."""
+        from .backends import cpu
+        n = len(b)
+        if n == 0 or int(b.offsets[-1] - b.offsets[0]) <= SLICE_BYTES:
+            return cpu.encode_ids(self, b)
+        cuts = np.searchsorted(b.offsets, b.offsets[0] + np.arange(SLICE_BYTES, int(b.offsets[-1] - b.offsets[0]),
+                                                                   SLICE_BYTES), side="right") - 1
+        bounds = np.unique(np.concatenate(([0], cuts, [n])))
+        parts = [cpu.encode_ids(self, _batch.Batch(b.data[b.offsets[lo]:b.offsets[hi]], b.offsets[lo:hi + 1] - b.offsets[lo]))
+                 for lo, hi in zip(bounds[:-1], bounds[1:])]
+        ids = np.concatenate([p[0] for p in parts])
+        lens = np.concatenate([np.diff(p[1]) for p in parts])
+        row_off = np.zeros(n + 1, np.int64)
+        np.cumsum(lens, out=row_off[1:])
+        return ids, row_off
+
+    def _add_specials(self, ids, row_off, add_special_tokens):
+        """The single-sequence template's special tokens around each row (ids-only fast path)."""
+        items = self.spec.post_processor.single
+        specials = [it for it in items if it[0] == "special"]
+        if not add_special_tokens or not specials:
+            return ids, row_off
+        from .backends import cpu
+        at = next(i for i, it in enumerate(items) if it[0] == "seq")
+        pre = np.array([t for it in items[:at] if it[0] == "special" for t in it[1]], np.int32)
+        post = np.array([t for it in items[at + 1:] if it[0] == "special" for t in it[1]], np.int32)
+        return cpu.wrap_rows(ids, row_off, pre, post)
 
     def _tokens(self, r, want_spans):
         """Per-token arrays of one raw run (numpy or CuPy): ids, row, column, per-row lengths, and with
@@ -298,6 +346,11 @@ class Tokenizer:
         ids (-1 where the reference has None).
         """
         b = _batch.to_batch(texts)
+        if self._device_for(b) == "cpu" and not return_offsets and self._truncation is None and \
+                any(it[0] == "seq" for it in self.spec.post_processor.single):
+            if self._unk_missing:
+                self._run(b, False)  # raises the error
+            return RaggedEncoding(*self._add_specials(*self._run_ids(b), add_special_tokens))
         out = self._assemble([self._run(b, return_offsets)], add_special_tokens, return_offsets, self._truncation)
         if not return_offsets:
             return RaggedEncoding(out["ids"], out["row_offsets"])

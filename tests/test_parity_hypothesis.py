@@ -30,6 +30,7 @@ def test_generated_batches_match_reference(name, batch):
     tok, ref = numbatok_tok(name), reference_tok(name)
     assert_same_encodings(tok.encode_batch(batch), ref.encode_batch(batch), batch)
     ids = [e.ids for e in ref.encode_batch(batch)]
+    assert tok.encode_ragged(batch).to_list() == ids  # the fast path (fused kernel, word cache)
     assert tok.decode_batch(ids, skip_special_tokens=False) == ref.decode_batch(ids, skip_special_tokens=False)
     assert tok.decode_batch(ids) == ref.decode_batch(ids)
 
@@ -50,3 +51,4 @@ def test_decode_arbitrary_ids_matches_reference(name, ids):
 def test_long_and_degenerate_inputs(name, text):
     tok, ref = numbatok_tok(name), reference_tok(name)
     assert_same_encodings([tok.encode(text)], [ref.encode(text)], [text])
+    assert tok.encode_ragged(text).to_list() == [ref.encode(text).ids]

@@ -5,6 +5,7 @@ from .._numba import cpu_kernel, prange
 from ..models.bpe import SMALL
 from ..normalizers.passes import identity_alignment, is_nf, nf_piece, normalize_piece
 from ..kernels.dedup import distinct_words, word_hashes
+from ..kernels.word_cache import KEY_BYTES, meta, meta_ids, pack_key, probe
 from ..pipeline import compact_word, piece_words, row_pieces, row_words, store_tokens, word_tokens
 
 _EMPTY_I64 = np.zeros(0, np.int64)
@@ -285,3 +286,187 @@ def encode(tok, b, want_spans):
         if align is not None:  # normalized spans -> original bytes (token spans are never empty)
             r.update(t_st=align[0][t_st], t_en=align[1][t_en - 1])
     return r
+
+
+# ---- the ids-only fast path: one fused pass per chunk of rows, with the tokenizer's word cache ----
+
+@cpu_kernel(parallel=True)
+def encode_ids_chunks(c_lo, c_hi, text, text_off, pb, pk, row_piece, normalized, chunk_row, chunk_cap, chunk_tab,
+                      pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first,
+                      tok_data, tok_offsets, vocab_slots, merge_keys, merge_ranks, merge_new, byte_ids,
+                      byte_fallback_ids, affix, params, rec, idata, local, out, row_ntok):
+    """One prange iteration per chunk of rows c_lo..c_hi-1: pre-tokenize a row, then each word's ids come from the
+    shared cache (`rec`/`idata`, read-only here), from the words this chunk already tokenized (its
+    own table, local[chunk_tab[c]:chunk_tab[c + 1]]), or from the model. ids go to out[chunk_cap[c]:],
+    room for a chunk's worst case; the chunk tables are what `WordCache.add` takes in afterwards."""
+    extra = params[1] + params[2] + 8
+    for ci in prange(c_hi - c_lo):
+        c = c_lo + ci
+        r0 = chunk_row[c]
+        r1 = chunk_row[c + 1]
+        longest = 1
+        for r in range(r0, r1):
+            longest = max(longest, text_off[r + 1] - text_off[r])
+        wcap = longest + 1 if pt_prefix == 0 else 2 * longest + 2
+        ws = np.empty(wcap, np.int64)
+        we = np.empty(wcap, np.int64)
+        wv = np.empty(wcap, np.uint8)
+        wk = np.empty(wcap, np.int32)
+        scratch = SMALL + 2
+        w = np.empty(scratch, np.uint8)
+        sym_id = np.empty(scratch, np.int32)
+        sym_st = np.empty(scratch, np.int64)
+        sym_en = np.empty(scratch, np.int64)
+        rank_buf = np.empty(scratch, np.int32)
+        slot_buf = np.empty(scratch, np.int64)
+        heap = np.empty(3 * scratch, np.int64)
+        nxt = np.empty(scratch, np.int64)
+        prv = np.empty(scratch, np.int64)
+        kbuf = np.empty(scratch + extra, np.uint8)
+        tab = local[chunk_tab[c]:chunk_tab[c + 1]]
+        room = tab.shape[0] // 2
+        pos = chunk_cap[c]
+        for r in range(r0, r1):
+            if normalized:
+                nw = piece_words(text, pb, pk, row_piece[r], row_piece[r + 1], pt_kind, pt_prefix, classes,
+                                 at_data, at_off, at_ids, at_flags, at_first, True, ws, we, wv, wk, 0)
+            else:
+                nw = row_words(text, text_off[r], text_off[r + 1], pt_kind, pt_prefix, classes, at_data, at_off,
+                               at_ids, at_flags, at_first, True, ws, we, wv, wk, 0)
+            start = pos
+            for i in range(nw):
+                if wk[i] >= 0:
+                    out[pos] = wk[i]
+                    pos += 1
+                    continue
+                s, e, v = ws[i], we[i], wv[i]
+                m = e - s + v
+                slot = np.int64(0)
+                if m <= KEY_BYTES:
+                    h, k0, k1 = pack_key(text, s, e, v)
+                    g = probe(rec, h, k0, k1, m)
+                    if g >= 0:
+                        k, p0 = meta_ids(rec[g, 3])
+                        for q in range(k):
+                            out[pos + q] = idata[p0 + q]
+                        pos += k
+                        continue
+                    slot = probe(tab, h, k0, k1, m)
+                    if slot >= 0:
+                        k, p0 = meta_ids(tab[slot, 3])
+                        for q in range(k):
+                            out[pos + q] = out[p0 + q]
+                        pos += k
+                        continue
+                if m + 1 > scratch:
+                    scratch = 2 * m + 2
+                    w = np.empty(scratch, np.uint8)
+                    sym_id = np.empty(scratch, np.int32)
+                    sym_st = np.empty(scratch, np.int64)
+                    sym_en = np.empty(scratch, np.int64)
+                    rank_buf = np.empty(scratch, np.int32)
+                    slot_buf = np.empty(scratch, np.int64)
+                    heap = np.empty(3 * scratch, np.int64)
+                    nxt = np.empty(scratch, np.int64)
+                    prv = np.empty(scratch, np.int64)
+                    kbuf = np.empty(scratch + extra, np.uint8)
+                k = word_tokens(text, s, e, v, -1, tok_data, tok_offsets, vocab_slots, merge_keys, merge_ranks,
+                                merge_new, byte_ids, byte_fallback_ids, affix, params,
+                                w, sym_id, sym_st, sym_en, rank_buf, slot_buf, heap, nxt, prv, kbuf)
+                for q in range(k):
+                    out[pos + q] = sym_id[q]
+                if m <= KEY_BYTES and room > 0 and k < 256:
+                    slot = -slot - 1
+                    tab[slot, 1] = k0
+                    tab[slot, 2] = k1
+                    tab[slot, 3] = meta(m, k, pos)
+                    tab[slot, 0] = h
+                    room -= 1
+                pos += k
+            row_ntok[r] = pos - start
+
+
+@cpu_kernel(parallel=True)
+def gather_chunks(out, chunk_cap, chunk_row, row_off, ids):
+    for c in prange(chunk_row.shape[0] - 1):
+        a = row_off[chunk_row[c]]
+        n = row_off[chunk_row[c + 1]] - a
+        p = chunk_cap[c]
+        for q in range(n):
+            ids[a + q] = out[p + q]
+
+
+def _pow2(x):
+    return np.left_shift(1, np.ceil(np.log2(np.maximum(x, 2))).astype(np.int64))
+
+
+def encode_ids(tok, b):
+    """ids and row token offsets of host Batch `b` (no special tokens, no spans): the fast path."""
+    import numba
+
+    data, offsets = b.data, b.offsets
+    n = len(offsets) - 1
+    pt = tok.spec.pre_tokenizer
+    at = tok._added.arrays()
+    z64 = np.zeros(1, np.int64)
+    if tok._norm is None:
+        text, text_off, pb, pk, row_piece = data, offsets, z64, np.zeros(1, np.int32), z64
+    else:
+        text, pb, pk, row_piece, _, _ = normalize_rows(tok._norm, data, offsets, at, tok._classes)
+        text_off = pb[row_piece]
+    text, text_off = _readonly(text), _readonly(text_off)  # one compiled specialization for every input
+    # chunks of whole rows, many per thread so uneven rows balance
+    total = int(text_off[-1] - text_off[0])
+    target = max(total // (8 * numba.get_num_threads()), 1 << 14)
+    cuts = np.searchsorted(text_off, text_off[0] + np.arange(target, total, target), side="left")
+    chunk_row = np.unique(np.concatenate(([0], cuts, [n]))).astype(np.int64)
+    chunk_bytes = text_off[chunk_row[1:]] - text_off[chunk_row[:-1]]
+    cap = chunk_bytes * (2 if pt.add_prefix_space else 1) + np.diff(chunk_row) + 1
+    chunk_cap = _scan(cap)
+    # a chunk's own table (at most half full): small enough to stay in cache
+    chunk_tab = _scan(_pow2(np.minimum(chunk_bytes // 16 + 64, 1 << 14)))
+    local = np.zeros((int(chunk_tab[-1]), 4), np.uint64)
+    out = np.empty(int(chunk_cap[-1]), np.int32)
+    row_ntok = np.zeros(n, np.int64)
+    cache = tok._word_cache
+    # Two waves: a first chunk per thread fills the shared cache with the frequent words, so the
+    # other chunks do not each run the model on them again.
+    n_chunks = len(chunk_row) - 1
+    first = numba.get_num_threads() if n_chunks > 2 * numba.get_num_threads() else n_chunks
+    for lo, hi in ((0, first), (first, n_chunks)):
+        if lo == hi:
+            continue
+        rec, idata = cache.snapshot()
+        try:
+            encode_ids_chunks(lo, hi, text, text_off, pb, pk, row_piece, tok._norm is not None, chunk_row,
+                              chunk_cap, chunk_tab, pt.prog, pt.add_prefix_space, tok._classes, *at,
+                              *tok._model.arrays(), rec, idata, local, out, row_ntok)
+        finally:
+            cache.release()
+        cache.add(local[chunk_tab[lo]:chunk_tab[hi]], out)
+    row_off = _scan(row_ntok)
+    ids = np.empty(int(row_off[-1]), np.int32)
+    gather_chunks(out, chunk_cap, chunk_row, row_off, ids)
+    return ids, row_off
+
+
+@cpu_kernel(parallel=True)
+def wrap_rows(ids, row_off, pre, post):
+    """Every row's ids between the template's leading and trailing special tokens."""
+    n = row_off.shape[0] - 1
+    extra = pre.shape[0] + post.shape[0]
+    new_off = np.empty(n + 1, np.int64)
+    for r in range(n + 1):
+        new_off[r] = row_off[r] + r * extra
+    out = np.empty(ids.shape[0] + n * extra, np.int32)
+    for r in prange(n):
+        p = new_off[r]
+        for q in range(pre.shape[0]):
+            out[p + q] = pre[q]
+        p += pre.shape[0]
+        for q in range(row_off[r], row_off[r + 1]):
+            out[p + q - row_off[r]] = ids[q]
+        p += row_off[r + 1] - row_off[r]
+        for q in range(post.shape[0]):
+            out[p + q] = post[q]
+    return out, new_off

@@ -50,21 +50,6 @@ def _cp(data, p, a, virt):
 
 
 @jitable
-def _run(data, p, b, classes, want):
-    # End of the run of characters whose class bits intersect `want` (want == 0: none of L|N|S).
-    while p < b:
-        c, n = decode(data, p)
-        k = classes[c] & (L | N | S)
-        if want == 0:
-            if k != 0:
-                break
-        elif (k & want) == 0:
-            break
-        p += n
-    return p
-
-
-@jitable
 def match_end(data, p, a, b, virt, classes):
     """End of the pre-token starting at p inside piece [a, b) (p may be a - 1 for the virtual space)."""
     c, n = _cp(data, p, a, virt)
@@ -77,20 +62,32 @@ def match_end(data, p, a, b, virt, classes):
             if (c1 == 114 and c2 == 101) or (c1 == 118 and c2 == 101) or (c1 == 108 and c2 == 108):
                 return p + 3
     k = classes[c] & (L | N | S)
-    if c == 32 and p + n < b:  # ' ?' before a letter, number or other run
-        c1, n1 = decode(data, p + n)
+    q = p + n
+    want = -1  # the class of the run to extend: L, N, or 0 for [^\s\p{L}\p{N}]
+    if c == 32 and q < b:  # ' ?' before a letter, number or other run
+        c1, n1 = decode(data, q)
         k1 = classes[c1] & (L | N | S)
-        if k1 == L or k1 == N:
-            return _run(data, p + n + n1, b, classes, k1)
-        if k1 == 0:
-            return _run(data, p + n + n1, b, classes, 0)
-    if k == L or k == N:
-        return _run(data, p + n, b, classes, k)
-    if k == 0:
-        return _run(data, p + n, b, classes, 0)
+        if k1 == L or k1 == N or k1 == 0:
+            want = k1
+            q += n1
+    if want < 0 and (k == L or k == N or k == 0):
+        want = k
+    if want >= 0:
+        # one loop for the three runs, with ASCII read directly (the hot path of every encode)
+        while q < b:
+            x = data[q]
+            if x < 128:
+                k1 = classes[x] & (L | N | S)
+                n1 = 1
+            else:
+                c1, n1 = decode(data, q)
+                k1 = classes[c1] & (L | N | S)
+            if k1 != want and (want == 0 or (k1 & want) == 0):
+                break
+            q += n1
+        return q
     # Whitespace: \s+(?!\S) gives back the last character of a run followed by non-space; a run of
     # one such character falls through to \s+.
-    q = p + n
     last = p
     while q < b:
         c1, n1 = decode(data, q)

@@ -1,0 +1,87 @@
+"""The CPU fast path (one fused kernel per chunk of rows, and the tokenizer's word cache across
+calls) gives the reference's ids on the whole corpus: cold, warm, sliced, with a full cache, and
+from several Python threads at once."""
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, SHIPPED, corpus_docs, reference_tok
+
+import numbatok
+from numbatok import tokenizer as tokenizer_module
+from numbatok.kernels.word_cache import WordCache
+
+
+@pytest.fixture(scope="module")
+def docs():
+    return corpus_docs()
+
+
+_ref = {}
+
+
+def ref_ids(name, docs):
+    if name not in _ref:
+        _ref[name] = [e.ids for e in reference_tok(name).encode_batch(docs)]
+    return _ref[name]
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_cold_then_warm_cache(name, docs):
+    tok = numbatok.Tokenizer.from_pretrained(name, device="cpu")
+    assert len(tok._word_cache) == 0
+    assert tok.encode_ragged(docs).to_list() == ref_ids(name, docs)
+    assert len(tok._word_cache) > 1000  # words were cached, and the next call reads them
+    assert tok.encode_ragged(docs).to_list() == ref_ids(name, docs)
+
+
+def test_full_cache_stops_adding_and_stays_exact(docs):
+    tok = numbatok.Tokenizer.from_pretrained("gpt2", device="cpu")
+    tok._word_cache = WordCache(max_entries=500)
+    sample = docs[::3]
+    expect = [e.ids for e in reference_tok("gpt2").encode_batch(sample)]
+    assert tok.encode_ragged(sample).to_list() == expect
+    assert 0 < len(tok._word_cache) <= 500
+    assert tok.encode_ragged(sample).to_list() == expect
+
+
+def test_slices_give_the_same_ids(docs, monkeypatch):
+    monkeypatch.setattr(tokenizer_module, "SLICE_BYTES", 20_000)
+    tok = numbatok.Tokenizer.from_pretrained("bert-base-uncased", device="cpu")
+    sample = docs[::5] + ["x" * 50_000] + docs[1::5]  # a row larger than a slice goes alone
+    r = tok.encode_ragged(sample)
+    assert r.to_list() == [e.ids for e in reference_tok("bert-base-uncased").encode_batch(sample)]
+
+
+def test_threads_share_one_tokenizer(docs):
+    tok = numbatok.Tokenizer.from_pretrained("roberta-base", device="cpu")
+    parts = [docs[i::6] for i in range(6)]
+    with ThreadPoolExecutor(3) as pool:
+        got = list(pool.map(lambda p: tok.encode_ragged(p).to_list(), parts))
+    ref = reference_tok("roberta-base")
+    assert got == [[e.ids for e in ref.encode_batch(p)] for p in parts]
+
+
+def test_empty_rows_and_batches():
+    tok = numbatok.Tokenizer.from_pretrained("gpt2", device="cpu")
+    r = tok.encode_ragged(["", "a", "", " "])
+    assert r.to_list() == [[], [64], [], [220]]
+    assert np.array_equal(tok.encode_ragged([]).row_offsets, [0])
+
+
+def test_import_does_not_load_numba():
+    """`import numbatok` stays light: Numba (most of the start-up time) loads with the tokenizer."""
+    code = "import sys, numbatok; assert 'numba' not in sys.modules and 'pyarrow' not in sys.modules; numbatok.Tokenizer"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_pickled_tokenizer_starts_with_an_empty_cache():
+    import pickle
+    tok = numbatok.Tokenizer.from_pretrained("gpt2", device="cpu")
+    tok.encode_ragged(["some words to cache"])
+    copy = pickle.loads(pickle.dumps(tok))
+    assert len(copy._word_cache) == 0
+    assert copy.encode_ragged(["some words to cache"]).to_list() == tok.encode_ragged(["some words to cache"]).to_list()
