@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU and numbatok's test dependencies already installed: the GPU tests,
-# then the GPT-2 throughput table (numbatok cuda and cpu, tokenizers, tiktoken; big.txt paragraphs x4).
+# then the GPT-2 throughput and latency table (numbatok cuda and cpu, tokenizers, tiktoken, and
+# gigatoken / fastokens when installed; big.txt paragraphs x4), each configuration in a fresh process.
 # The corpus is looked for in $NUMBATOK_CORPUS, ../shared/corpus, then .device-carry/corpus.
 # Budget: under 5 minutes on an H200 machine.
 set -uo pipefail
@@ -13,5 +14,6 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
 python3 -c "import numba, numpy; from numba import cuda; print('numba', numba.__version__, 'numpy', numpy.__version__, 'gpu', cuda.is_available())"
 timeout 200 python3 -m pytest -q -x tests/test_cuda_device.py tests/test_gpu_paths.py -p no:cacheprovider
 rc=$?
-timeout 150 python3 benchmarks/bench.py --repeat 4 --runs 3 ${OUT:+--json "$OUT/bench.json"}
+timeout 170 python3 benchmarks/bench.py --repeat 4 --runs 3 --latency --timeout 60 \
+    ${OUT:+--json "$OUT/bench.json" --png "$OUT/bench.png"}
 exit $(( rc || $? ))
