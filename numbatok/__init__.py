@@ -16,7 +16,14 @@ __all__ = ["Tokenizer", "Encoding", "RaggedEncoding", "NumbatokError", "Unsuppor
 def __getattr__(name):
     # Numba takes longer to import than everything else together: it is loaded with the tokenizer,
     # on first use, so that `import numbatok` (a CLI's --help, a worker's start) stays fast.
+    import importlib
     if name in ("Tokenizer", "shipped_names"):
-        import importlib
         return getattr(importlib.import_module("numbatok.tokenizer"), name)
+    if name in _SUBMODULES:
+        return importlib.import_module(f"numbatok.{name}")
     raise AttributeError(f"module 'numbatok' has no attribute {name!r}")
+
+
+_SUBMODULES = {"tokenizer", "batch", "backends", "compat", "datasets", "decoders", "encoding", "integrations",
+               "kernels", "models", "normalizers", "pipeline", "pre_tokenizers", "processors", "spec",
+               "unicode_tables", "postprocess", "preprocess", "added_tokens", "cli", "errors"}

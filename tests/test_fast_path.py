@@ -85,3 +85,8 @@ def test_pickled_tokenizer_starts_with_an_empty_cache():
     copy = pickle.loads(pickle.dumps(tok))
     assert len(copy._word_cache) == 0
     assert copy.encode_ragged(["some words to cache"]).to_list() == tok.encode_ragged(["some words to cache"]).to_list()
+
+
+def test_submodules_load_on_attribute_access():
+    code = "import numbatok; print(numbatok.tokenizer.resolve_path('gpt2')); numbatok.batch.Batch; numbatok.shipped_names()"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
