@@ -90,3 +90,30 @@ def test_pickled_tokenizer_starts_with_an_empty_cache():
 def test_submodules_load_on_attribute_access():
     code = "import numbatok; print(numbatok.tokenizer.resolve_path('gpt2')); numbatok.batch.Batch; numbatok.shipped_names()"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "roberta-base"])
+def test_long_documents_cut_into_segments_give_the_same_ids(name, docs, monkeypatch):
+    """A long row is cut where a non-space ASCII byte meets a space (so several threads share it);
+    the ids must be those of the whole row, special tokens and every kind of whitespace included."""
+    import numba
+    from numbatok.backends import cpu
+    monkeypatch.setattr(numba, "get_num_threads", lambda: 4)  # segments even on a one-core runner
+    calls = []
+    real = cpu.segment_rows
+    monkeypatch.setattr(cpu, "segment_rows", lambda *a: calls.append(1) or real(*a))
+    long_docs = ["\n\n".join(docs[:3000]), "<|endoftext|> " * 9000 + "x", " \t\r\n\x0b\x0cword" * 40_000,
+                 "".join(docs[-400:]), "short one"]
+    tok = numbatok.Tokenizer.from_pretrained(name, device="cpu")
+    assert tok.encode_ragged(long_docs).to_list() == [e.ids for e in reference_tok(name).encode_batch(long_docs)]
+    assert calls  # the segmented path ran
+
+
+def test_segments_cut_only_at_safe_boundaries():
+    from numbatok.backends.cpu import segment_rows
+    text = b"ab cd\te\n\nf  g" * 10_000
+    data = np.frombuffer(text, np.uint8)
+    pieces, orig = segment_rows(data, np.array([0, len(text)], np.int64), 1000)
+    assert orig.tolist() == [0, len(pieces) - 1] and len(pieces) > 50
+    for p in pieces[1:-1]:
+        assert text[p - 1:p] not in b" \t\n\r\x0b\x0c" and text[p:p + 1] in b" \t\n\r\x0b\x0c"

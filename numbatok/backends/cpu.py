@@ -3,6 +3,7 @@ import numpy as np
 
 from .._numba import cpu_kernel, prange
 from ..models.bpe import SMALL
+from ..pre_tokenizers import GPT2
 from ..normalizers.passes import identity_alignment, is_nf, nf_piece, normalize_piece
 from ..kernels.dedup import distinct_words, word_hashes
 from ..kernels.word_cache import KEY_BYTES, meta, meta_ids, pack_key, probe
@@ -400,12 +401,60 @@ def _pow2(x):
     return np.left_shift(1, np.ceil(np.log2(np.maximum(x, 2))).astype(np.int64))
 
 
-def encode_ids(tok, b):
+@cpu_kernel
+def segment_rows(data, offsets, seg):
+    """Offsets with rows longer than 2 * seg cut about every seg bytes where an ASCII non-space byte
+    is followed by an ASCII space, tab or line break, and the position of each original row start.
+
+    The GPT-2 pattern never matches across such a boundary and has no look-behind, so the pieces
+    encode to exactly the ids of the whole row; one long document then spreads over all threads."""
+    n = offsets.shape[0] - 1
+    out = np.empty(n + 1 + (offsets[n] - offsets[0]) // seg + 1, np.int64)
+    orig = np.empty(n + 1, np.int64)
+    k = 0
+    for r in range(n):
+        a = offsets[r]
+        b = offsets[r + 1]
+        orig[r] = k
+        out[k] = a
+        k += 1
+        if b - a <= 2 * seg:
+            continue
+        p = a + seg
+        while p < b - seg:
+            x = data[p]
+            y = data[p - 1]
+            if (x == 32 or (x >= 9 and x <= 13)) and y < 128 and y != 32 and not (y >= 9 and y <= 13):
+                out[k] = p
+                k += 1
+                p += seg
+            else:
+                p += 1
+    orig[n] = k
+    out[k] = offsets[n]
+    return out[:k + 1].copy(), orig
+
+
+def _segmentable(tok):
+    """Rows may be cut at non-space -> space boundaries: GPT-2 pattern, no normalizer, no virtual
+    prefix space, and no added token that contains whitespace or strips the space after it."""
+    pt = tok.spec.pre_tokenizer
+    return (tok._norm is None and pt.prog[0] == 1 and pt.prog[1] == GPT2 and not pt.add_prefix_space
+            and all(not a.rstrip and not any(c.isspace() for c in a.content) for a in tok.spec.added_tokens))
+
+
+def encode_ids(tok, b, segment=True):
     """ids and row token offsets of host Batch `b` (no special tokens, no spans): the fast path."""
     import numba
 
     data, offsets = b.data, b.offsets
     n = len(offsets) - 1
+    threads = numba.get_num_threads()
+    seg = max(int(offsets[-1] - offsets[0]) // (8 * threads), 1 << 16)
+    if segment and threads > 1 and n and int(np.diff(offsets).max()) > 2 * seg and _segmentable(tok):
+        pieces, orig = segment_rows(data, offsets, seg)
+        ids, piece_off = encode_ids(tok, type(b)(data, pieces), segment=False)
+        return ids, piece_off[orig]
     pt = tok.spec.pre_tokenizer
     at = tok._added.arrays()
     z64 = np.zeros(1, np.int64)
