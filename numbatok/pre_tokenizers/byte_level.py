@@ -33,11 +33,17 @@ BYTE_TO_CHAR = bytes_to_unicode()
 CHAR_TO_BYTE = {c: b for b, c in BYTE_TO_CHAR.items()}
 
 
+# str.translate + latin-1 does the per-character map in C (vocabulary loading calls this for every
+# token); characters outside the map become U+FFFF, which latin-1 refuses.
+_TO_LATIN1 = {ord(c): chr(b) for c, b in CHAR_TO_BYTE.items()}
+_TO_LATIN1.update({o: "\uffff" for o in range(256) if chr(o) not in CHAR_TO_BYTE})
+
+
 def token_to_bytes(token):
     """The raw bytes a byte-level token stands for, or None if it has characters outside the map."""
     try:
-        return bytes(CHAR_TO_BYTE[c] for c in token)
-    except KeyError:
+        return token.translate(_TO_LATIN1).encode("latin-1")
+    except UnicodeEncodeError:
         return None
 
 
