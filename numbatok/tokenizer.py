@@ -203,13 +203,13 @@ class Tokenizer:
         """CPU ids and row token offsets: the fused kernel with the word cache, over slices of about
         SLICE_BYTES so that its scratch (a few times the slice) stays bounded for any input size."""
         from .backends import cpu
-        n = len(b)
-        if n == 0 or int(b.offsets[-1] - b.offsets[0]) <= SLICE_BYTES:
+        n, off = len(b), b.offsets
+        total = int(off[-1] - off[0]) if n else 0
+        if total <= SLICE_BYTES:
             return cpu.encode_ids(self, b)
-        cuts = np.searchsorted(b.offsets, b.offsets[0] + np.arange(SLICE_BYTES, int(b.offsets[-1] - b.offsets[0]),
-                                                                   SLICE_BYTES), side="right") - 1
+        cuts = np.searchsorted(off, off[0] + np.arange(SLICE_BYTES, total, SLICE_BYTES), side="right") - 1
         bounds = np.unique(np.concatenate(([0], cuts, [n])))
-        parts = [cpu.encode_ids(self, _batch.Batch(b.data[b.offsets[lo]:b.offsets[hi]], b.offsets[lo:hi + 1] - b.offsets[lo]))
+        parts = [cpu.encode_ids(self, _batch.Batch(b.data[off[lo]:off[hi]], off[lo:hi + 1] - off[lo]))
                  for lo, hi in zip(bounds[:-1], bounds[1:])]
         ids = np.concatenate([p[0] for p in parts])
         lens = np.concatenate([np.diff(p[1]) for p in parts])
@@ -348,9 +348,8 @@ class Tokenizer:
         b = _batch.to_batch(texts)
         if self._device_for(b) == "cpu" and not return_offsets and self._truncation is None and \
                 any(it[0] == "seq" for it in self.spec.post_processor.single):
-            if self._unk_missing:
-                self._run(b, False)  # raises the error
-            return RaggedEncoding(*self._add_specials(*self._run_ids(b), add_special_tokens))
+            r = self._run(b, False)
+            return RaggedEncoding(*self._add_specials(r["ids"], r["row_tok"], add_special_tokens))
         out = self._assemble([self._run(b, return_offsets)], add_special_tokens, return_offsets, self._truncation)
         if not return_offsets:
             return RaggedEncoding(out["ids"], out["row_offsets"])

@@ -32,6 +32,14 @@ def fill_words(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_i
                   at_flags, at_first, True, ws, we, wv, wk, row_word_off[r])
 
 
+@cpu_kernel
+def model_scratch(n, extra):
+    """Per-thread scratch for `word_tokens` on words of up to n model-space bytes."""
+    return (np.empty(n, np.uint8), np.empty(n, np.int32), np.empty(n, np.int64), np.empty(n, np.int64),
+            np.empty(n, np.int32), np.empty(n, np.int64), np.empty(3 * n, np.int64), np.empty(n, np.int64),
+            np.empty(n, np.int64), np.empty(n + extra, np.uint8))
+
+
 @cpu_kernel(parallel=True)
 def encode_words(data, ws, we, wv, wk, cap_off, tok_data, tok_offsets, vocab_slots, merge_keys, merge_ranks,
                  merge_new, byte_ids, byte_fallback_ids, affix, params, n_chunks,
@@ -47,16 +55,7 @@ def encode_words(data, ws, we, wv, wk, cap_off, tok_data, tok_offsets, vocab_slo
             m = we[i] - ws[i] + wv[i]
             if m > longest:
                 longest = m
-        w = np.empty(longest, np.uint8)
-        sym_id = np.empty(longest, np.int32)
-        sym_st = np.empty(longest, np.int64)
-        sym_en = np.empty(longest, np.int64)
-        rank_buf = np.empty(longest, np.int32)
-        slot_buf = np.empty(longest, np.int64)
-        heap = np.empty(3 * longest, np.int64)
-        nxt = np.empty(longest, np.int64)
-        prv = np.empty(longest, np.int64)
-        kbuf = np.empty(longest + extra, np.uint8)
+        w, sym_id, sym_st, sym_en, rank_buf, slot_buf, heap, nxt, prv, kbuf = model_scratch(longest, extra)
         for i in range(lo, hi):
             k = word_tokens(data, ws[i], we[i], wv[i], wk[i], tok_data, tok_offsets, vocab_slots, merge_keys,
                             merge_ranks, merge_new, byte_ids, byte_fallback_ids, affix, params,
@@ -314,16 +313,7 @@ def encode_ids_chunks(c_lo, c_hi, text, text_off, pb, pk, row_piece, normalized,
         wv = np.empty(wcap, np.uint8)
         wk = np.empty(wcap, np.int32)
         scratch = SMALL + 2
-        w = np.empty(scratch, np.uint8)
-        sym_id = np.empty(scratch, np.int32)
-        sym_st = np.empty(scratch, np.int64)
-        sym_en = np.empty(scratch, np.int64)
-        rank_buf = np.empty(scratch, np.int32)
-        slot_buf = np.empty(scratch, np.int64)
-        heap = np.empty(3 * scratch, np.int64)
-        nxt = np.empty(scratch, np.int64)
-        prv = np.empty(scratch, np.int64)
-        kbuf = np.empty(scratch + extra, np.uint8)
+        w, sym_id, sym_st, sym_en, rank_buf, slot_buf, heap, nxt, prv, kbuf = model_scratch(scratch, extra)
         tab = local[chunk_tab[c]:chunk_tab[c + 1]]
         room = tab.shape[0] // 2
         pos = chunk_cap[c]
@@ -361,16 +351,7 @@ def encode_ids_chunks(c_lo, c_hi, text, text_off, pb, pk, row_piece, normalized,
                         continue
                 if m + 1 > scratch:
                     scratch = 2 * m + 2
-                    w = np.empty(scratch, np.uint8)
-                    sym_id = np.empty(scratch, np.int32)
-                    sym_st = np.empty(scratch, np.int64)
-                    sym_en = np.empty(scratch, np.int64)
-                    rank_buf = np.empty(scratch, np.int32)
-                    slot_buf = np.empty(scratch, np.int64)
-                    heap = np.empty(3 * scratch, np.int64)
-                    nxt = np.empty(scratch, np.int64)
-                    prv = np.empty(scratch, np.int64)
-                    kbuf = np.empty(scratch + extra, np.uint8)
+                    w, sym_id, sym_st, sym_en, rank_buf, slot_buf, heap, nxt, prv, kbuf = model_scratch(scratch, extra)
                 k = word_tokens(text, s, e, v, -1, tok_data, tok_offsets, vocab_slots, merge_keys, merge_ranks,
                                 merge_new, byte_ids, byte_fallback_ids, affix, params,
                                 w, sym_id, sym_st, sym_en, rank_buf, slot_buf, heap, nxt, prv, kbuf)
