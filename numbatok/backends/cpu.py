@@ -41,8 +41,7 @@ def model_scratch(n, extra):
 
 
 @cpu_kernel(parallel=True)
-def encode_words(data, ws, we, wv, wk, cap_off, tok_data, tok_offsets, vocab_slots, merge_keys, merge_ranks,
-                 merge_new, byte_ids, byte_fallback_ids, affix, params, n_chunks,
+def encode_words(data, ws, we, wv, wk, cap_off, tok_data, tok_offsets, vocab_slots, merges, byte_ids, byte_fallback_ids, affix, params, n_chunks,
                  cap_ids, cap_st, cap_en, ntok):
     nw = ws.shape[0]
     per = (nw + n_chunks - 1) // n_chunks
@@ -55,11 +54,10 @@ def encode_words(data, ws, we, wv, wk, cap_off, tok_data, tok_offsets, vocab_slo
             m = we[i] - ws[i] + wv[i]
             if m > longest:
                 longest = m
-        w, sym_id, sym_st, sym_en, rank_buf, slot_buf, heap, nxt, prv, kbuf = model_scratch(longest, extra)
+        w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf = model_scratch(longest, extra)
         for i in range(lo, hi):
-            k = word_tokens(data, ws[i], we[i], wv[i], wk[i], tok_data, tok_offsets, vocab_slots, merge_keys,
-                            merge_ranks, merge_new, byte_ids, byte_fallback_ids, affix, params,
-                            w, sym_id, sym_st, sym_en, rank_buf, slot_buf, heap, nxt, prv, kbuf)
+            k = word_tokens(data, ws[i], we[i], wv[i], wk[i], tok_data, tok_offsets, vocab_slots, merges, byte_ids, byte_fallback_ids, affix, params,
+                            w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf)
             store_tokens(cap_off[i], k, sym_id, sym_st, sym_en, cap_ids, cap_st, cap_en)
             ntok[i] = k
 
@@ -293,7 +291,7 @@ def encode(tok, b, want_spans):
 @cpu_kernel(parallel=True)
 def encode_ids_chunks(c_lo, c_hi, text, text_off, pb, pk, row_piece, normalized, chunk_row, chunk_cap, chunk_tab,
                       pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first,
-                      tok_data, tok_offsets, vocab_slots, merge_keys, merge_ranks, merge_new, byte_ids,
+                      tok_data, tok_offsets, vocab_slots, merges, byte_ids,
                       byte_fallback_ids, affix, params, rec, idata, local, out, row_ntok):
     """One prange iteration per chunk of rows c_lo..c_hi-1: pre-tokenize a row, then each word's ids come from the
     shared cache (`rec`/`idata`, read-only here), from the words this chunk already tokenized (its
@@ -313,7 +311,7 @@ def encode_ids_chunks(c_lo, c_hi, text, text_off, pb, pk, row_piece, normalized,
         wv = np.empty(wcap, np.uint8)
         wk = np.empty(wcap, np.int32)
         scratch = SMALL + 2
-        w, sym_id, sym_st, sym_en, rank_buf, slot_buf, heap, nxt, prv, kbuf = model_scratch(scratch, extra)
+        w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf = model_scratch(scratch, extra)
         tab = local[chunk_tab[c]:chunk_tab[c + 1]]
         room = tab.shape[0] // 2
         pos = chunk_cap[c]
@@ -351,10 +349,9 @@ def encode_ids_chunks(c_lo, c_hi, text, text_off, pb, pk, row_piece, normalized,
                         continue
                 if m + 1 > scratch:
                     scratch = 2 * m + 2
-                    w, sym_id, sym_st, sym_en, rank_buf, slot_buf, heap, nxt, prv, kbuf = model_scratch(scratch, extra)
-                k = word_tokens(text, s, e, v, -1, tok_data, tok_offsets, vocab_slots, merge_keys, merge_ranks,
-                                merge_new, byte_ids, byte_fallback_ids, affix, params,
-                                w, sym_id, sym_st, sym_en, rank_buf, slot_buf, heap, nxt, prv, kbuf)
+                    w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf = model_scratch(scratch, extra)
+                k = word_tokens(text, s, e, v, -1, tok_data, tok_offsets, vocab_slots, merges, byte_ids, byte_fallback_ids, affix, params,
+                                w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf)
                 for q in range(k):
                     out[pos + q] = sym_id[q]
                 if m <= KEY_BYTES and room > 0 and k < 256:
@@ -459,13 +456,12 @@ def encode_ids(tok, b, segment=True):
     out = np.empty(int(chunk_cap[-1]), np.int32)
     row_ntok = np.zeros(n, np.int64)
     cache = tok._word_cache
-    # Two waves: a first chunk per thread fills the shared cache with the frequent words, so the
-    # other chunks do not each run the model on them again.
+    # Waves of 1, 2, then the rest of the chunks per thread: the first waves fill the shared cache
+    # with the frequent words, so later chunks do not each run the model on them again.
     n_chunks = len(chunk_row) - 1
-    first = numba.get_num_threads() if n_chunks > 2 * numba.get_num_threads() else n_chunks
-    for lo, hi in ((0, first), (first, n_chunks)):
-        if lo == hi:
-            continue
+    t = numba.get_num_threads()
+    cuts = [0] + [c for c in (t, 3 * t) if c < n_chunks] + [n_chunks]
+    for lo, hi in zip(cuts[:-1], cuts[1:]):
         rec, idata = cache.snapshot()
         try:
             encode_ids_chunks(lo, hi, text, text_off, pb, pk, row_piece, tok._norm is not None, chunk_row,

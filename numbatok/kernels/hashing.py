@@ -2,7 +2,8 @@
 
 Bytes -> id tables store ids in power-of-two slot arrays and compare keys against the token-bytes
 table (data + offsets), so a probe touches no Python object. Pair tables key (left id, right id)
-packed into one int64.
+packed into one int64, with the key and its value side by side in one 16-byte record, so a probe
+reads one cache line.
 """
 import numpy as np
 
@@ -47,17 +48,17 @@ def bytes_lookup(slots, tok_data, tok_offsets, key, s, e):
 
 
 @jitable
-def pair_slot(keys, key):
-    """Slot of `key` in a pair table, or -1."""
-    mask = keys.shape[0] - 1
+def pair_value(table, key):
+    """Value stored for `key` in a pair table, or -1."""
+    mask = table.shape[0] - 1
     h = (np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)
     i = np.int64(h & np.uint64(mask))
     while True:
-        k = keys[i]
+        k = table[i, 0]
         if k == key:
-            return i
+            return table[i, 1]
         if k < 0:
-            return -1
+            return np.int64(-1)
         i = (i + 1) & mask
 
 
@@ -70,19 +71,14 @@ def build_bytes_table(tok_data, tok_offsets, ids):
     return slots
 
 
-def build_pair_table(keys, values_list):
-    """keys: int64 array; returns (slot keys, *value arrays aligned with slots)."""
+def build_pair_table(keys, values):
+    """(slots, 2) int64 records [key, value] for non-negative int64 keys and values; the first of
+    equal keys wins."""
     n = max(len(keys), 1)
     size = 1 << int(np.ceil(np.log2(n * 2 + 1)))
-    slot_keys = np.full(size, -1, dtype=np.int64)
-    where = np.empty(len(keys), dtype=np.int64)
-    _fill_pairs(slot_keys, keys, where)
-    outs = []
-    for v in values_list:
-        arr = np.full(size, -1, dtype=v.dtype)
-        arr[where] = v
-        outs.append(arr)
-    return (slot_keys, *outs)
+    table = np.full((size, 2), -1, dtype=np.int64)
+    _fill_pairs(table, np.asarray(keys, np.int64), np.asarray(values, np.int64))
+    return table
 
 
 from .._numba import cpu_kernel  # noqa: E402
@@ -103,13 +99,14 @@ def _fill_bytes(slots, tok_data, tok_offsets, ids):
 
 
 @cpu_kernel
-def _fill_pairs(slot_keys, keys, where):
-    mask = slot_keys.shape[0] - 1
+def _fill_pairs(table, keys, values):
+    mask = table.shape[0] - 1
     for j in range(keys.shape[0]):
         key = keys[j]
         h = (np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)
         i = np.int64(h & np.uint64(mask))
-        while slot_keys[i] >= 0 and slot_keys[i] != key:
+        while table[i, 0] >= 0 and table[i, 0] != key:
             i = (i + 1) & mask
-        slot_keys[i] = key
-        where[j] = i
+        if table[i, 0] < 0:
+            table[i, 0] = key
+            table[i, 1] = values[j]

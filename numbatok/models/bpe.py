@@ -9,7 +9,7 @@ costs milliseconds, not hours.
 import numpy as np
 
 from .._numba import jitable
-from ..kernels.hashing import bytes_lookup, pair_slot
+from ..kernels.hashing import bytes_lookup, pair_value
 from ..kernels.utf8 import seq_len
 
 NAME = "BPE"
@@ -109,18 +109,19 @@ def init_symbols(w, n, tok_data, tok_offsets, vocab_slots, byte_ids, byte_fallba
 
 
 @jitable
-def _rank(merge_keys, merge_ranks, n_ids, left, right):
-    s = pair_slot(merge_keys, np.int64(left) * n_ids + right)
-    if s < 0:
-        return 2147483647, s
-    return merge_ranks[s], s
+def _rank(merges, n_ids, left, right):
+    """(rank, merged id) of the pair; rank 2**31 - 1 and id -1 when it never merges."""
+    v = pair_value(merges, np.int64(left) * n_ids + right)
+    if v < 0:
+        return np.int64(2147483647), np.int64(-1)
+    return v >> 32, v & 0xFFFFFFFF
 
 
 @jitable
-def merge_linear(sym_id, sym_st, sym_en, n, merge_keys, merge_ranks, merge_new, n_ids, rank_buf, slot_buf):
+def merge_linear(sym_id, sym_st, sym_en, n, merges, n_ids, rank_buf, new_buf):
     """Merges in place (lowest rank, leftmost first); returns the new symbol count. O(n^2), for short words."""
     for i in range(n - 1):
-        rank_buf[i], slot_buf[i] = _rank(merge_keys, merge_ranks, n_ids, sym_id[i], sym_id[i + 1])
+        rank_buf[i], new_buf[i] = _rank(merges, n_ids, sym_id[i], sym_id[i + 1])
     while n > 1:
         best = -1
         best_rank = 2147483647
@@ -130,19 +131,19 @@ def merge_linear(sym_id, sym_st, sym_en, n, merge_keys, merge_ranks, merge_new, 
                 best = i
         if best < 0:
             break
-        sym_id[best] = merge_new[slot_buf[best]]
+        sym_id[best] = new_buf[best]
         sym_en[best] = sym_en[best + 1]
         for i in range(best + 1, n - 1):
             sym_id[i] = sym_id[i + 1]
             sym_st[i] = sym_st[i + 1]
             sym_en[i] = sym_en[i + 1]
             rank_buf[i] = rank_buf[i + 1]
-            slot_buf[i] = slot_buf[i + 1]
+            new_buf[i] = new_buf[i + 1]
         n -= 1
         if best > 0:
-            rank_buf[best - 1], slot_buf[best - 1] = _rank(merge_keys, merge_ranks, n_ids, sym_id[best - 1], sym_id[best])
+            rank_buf[best - 1], new_buf[best - 1] = _rank(merges, n_ids, sym_id[best - 1], sym_id[best])
         if best < n - 1:
-            rank_buf[best], slot_buf[best] = _rank(merge_keys, merge_ranks, n_ids, sym_id[best], sym_id[best + 1])
+            rank_buf[best], new_buf[best] = _rank(merges, n_ids, sym_id[best], sym_id[best + 1])
     return n
 
 
@@ -184,15 +185,15 @@ def _heap_pop(heap, size):
 
 
 @jitable
-def merge_heap(sym_id, sym_st, sym_en, n, merge_keys, merge_ranks, merge_new, n_ids, heap, nxt, prv):
+def merge_heap(sym_id, sym_st, sym_en, n, merges, n_ids, heap, nxt, prv):
     """Same result as merge_linear in O(n log n): a heap of (rank, position) over a linked list."""
     size = 0
     for i in range(n):
         nxt[i] = i + 1 if i + 1 < n else -1
         prv[i] = i - 1
     for i in range(n - 1):
-        r, s = _rank(merge_keys, merge_ranks, n_ids, sym_id[i], sym_id[i + 1])
-        if s >= 0:
+        r, t = _rank(merges, n_ids, sym_id[i], sym_id[i + 1])
+        if t >= 0:
             size = _heap_push(heap, size, (np.int64(r) << 32) | i)
     while size > 0:
         key, size = _heap_pop(heap, size)
@@ -203,10 +204,10 @@ def merge_heap(sym_id, sym_st, sym_en, n, merge_keys, merge_ranks, merge_new, n_
         j = nxt[i]
         if j < 0:
             continue
-        r2, s2 = _rank(merge_keys, merge_ranks, n_ids, sym_id[i], sym_id[j])
-        if s2 < 0 or r2 != r:
+        r2, t2 = _rank(merges, n_ids, sym_id[i], sym_id[j])
+        if t2 < 0 or r2 != r:
             continue
-        sym_id[i] = merge_new[s2]
+        sym_id[i] = t2
         sym_en[i] = sym_en[j]
         sym_id[j] = -1
         nj = nxt[j]
@@ -215,12 +216,12 @@ def merge_heap(sym_id, sym_st, sym_en, n, merge_keys, merge_ranks, merge_new, n_
             prv[nj] = i
         p = prv[i]
         if p >= 0:
-            r3, s3 = _rank(merge_keys, merge_ranks, n_ids, sym_id[p], sym_id[i])
-            if s3 >= 0:
+            r3, t3 = _rank(merges, n_ids, sym_id[p], sym_id[i])
+            if t3 >= 0:
                 size = _heap_push(heap, size, (np.int64(r3) << 32) | p)
         if nj >= 0:
-            r3, s3 = _rank(merge_keys, merge_ranks, n_ids, sym_id[i], sym_id[nj])
-            if s3 >= 0:
+            r3, t3 = _rank(merges, n_ids, sym_id[i], sym_id[nj])
+            if t3 >= 0:
                 size = _heap_push(heap, size, (np.int64(r3) << 32) | i)
     k = 0
     i = 0

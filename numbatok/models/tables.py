@@ -2,7 +2,7 @@
 
   tok_data/tok_offsets   bytes each id stands for (model space: raw bytes for byte-level vocabularies)
   vocab_slots            bytes -> id open-addressing table over those bytes
-  merge_keys/ranks/new   (left id * n_ids + right id) -> (rank, merged id)        (BPE)
+  merges                 (left id * n_ids + right id) -> rank << 32 | merged id   (BPE)
   byte_ids[256]          id of each single byte (byte-level fast path), -1 when absent
   byte_fallback_ids[256] id of "<0xXX>" tokens, -1 when absent                     (BPE)
   affix                  continuing_subword_prefix then end_of_word_suffix bytes
@@ -37,8 +37,7 @@ class ModelTables:
         self.vocab_slots = build_bytes_table(self.tok_data, self.tok_offsets, ids)
         m = np.asarray(merges, dtype=np.int64).reshape(-1, 3)
         keys = m[:, 0] * self.n_ids + m[:, 1]
-        self.merge_keys, self.merge_ranks, self.merge_new = build_pair_table(
-            keys, [np.arange(len(m), dtype=np.int32), m[:, 2].astype(np.int32)])
+        self.merges = build_pair_table(keys, (np.arange(len(m), dtype=np.int64) << 32) | m[:, 2])
         self.byte_ids = np.full(256, -1, dtype=np.int32)
         for i, b in enumerate(id_bytes):
             if b is not None and len(b) == 1 and self.byte_ids[b[0]] < 0:
@@ -63,8 +62,7 @@ class ModelTables:
             self.byte_fallback_ids[b] = vocab.get(f"<0x{b:02X}>", -1)
 
     def arrays(self):
-        return (self.tok_data, self.tok_offsets, self.vocab_slots, self.merge_keys, self.merge_ranks,
-                self.merge_new, self.byte_ids, self.byte_fallback_ids, self.affix,
+        return (self.tok_data, self.tok_offsets, self.vocab_slots, self.merges, self.byte_ids, self.byte_fallback_ids, self.affix,
                 np.array([self.n_ids, self.n_prefix, self.n_suffix, self.flags, self.unk_id, self.kind,
                           self.max_input_chars_per_word], dtype=np.int64))
 
