@@ -62,7 +62,8 @@ class ModelTables:
             self.byte_fallback_ids[b] = vocab.get(f"<0x{b:02X}>", -1)
 
     def arrays(self):
-        return (self.tok_data, self.tok_offsets, self.vocab_slots, self.merges, self.byte_ids, self.byte_fallback_ids, self.affix,
+        return (self.tok_data, self.tok_offsets, self.vocab_slots, self.merges, self.byte_ids, self.byte_fallback_ids,
+                self.affix,
                 np.array([self.n_ids, self.n_prefix, self.n_suffix, self.flags, self.unk_id, self.kind,
                           self.max_input_chars_per_word], dtype=np.int64))
 
