@@ -188,6 +188,8 @@ def _pair(kind, name):
 
 def _check(tok, ref, batch):
     assert_same_encodings(tok.encode_batch(batch), ref.encode_batch(batch), batch)
+    fast = tok.encode_ragged(batch, add_special_tokens=False).to_list()  # the ids-only path
+    assert fast == [e.ids for e in ref.encode_batch(batch, add_special_tokens=False)]
     ids = [e.ids for e in ref.encode_batch(batch)]
     assert tok.decode_batch(ids, skip_special_tokens=False) == ref.decode_batch(ids, skip_special_tokens=False)
 
@@ -222,6 +224,27 @@ def test_corpus_sample_bert_and_gpt2():
     assert_same_encodings(tok.encode_batch(docs), ref.encode_batch(docs), docs)
     r = tok.encode_ragged(docs, add_special_tokens=False)
     assert r.to_list() == [e.ids for e in ref.encode_batch(docs, add_special_tokens=False)]
+
+
+ASCII_MAPPED = {"NFD", "NFKD", "NFC", "NFKC", "Lowercase", "StripAccents", "Nmt", "Bert", "Bert-cased",
+                "Bert-cased-strip", "Bert-lower-keep-accents", "Bert-raw", "Seq-strip-accents", "Seq-bert-nfc",
+                "Seq-nfkc-lower-nfd", "Seq-three-berts"}
+
+
+@pytest.mark.parametrize("name", list(NORMALIZERS))
+def test_ascii_rows_mapped_as_the_passes_do(name):
+    """The ids-only path maps all-ASCII rows with the normalizer's ASCII map (only heads that keep
+    ASCII as it is): same normalized text, pieces and added tokens as every pass over every row."""
+    tok, _ = _pair("merges", name)
+    assert (tok._norm.ascii_map() is not None) == (name in ASCII_MAPPED)
+    every = "".join(chr(c) for c in range(128))
+    rows = [every, "", "[X]hello[X] <sp> HELLO", "  x\t\x00\x7f ab", "ÅB naïve ＡＢ", every + "é", "hello[X]"] * 3
+    b = to_batch(rows)
+    at, classes = tok._added.arrays(), tok._classes
+    want = cpu.normalize_rows(tok._norm, b.data, b.offsets, at, classes)[:4]
+    got = cpu.normalize_rows_ids(tok._norm, b.data, b.offsets, at, classes)
+    for w, g in zip(want, got):
+        assert np.array_equal(w, g)
 
 
 def test_normalized_added_tokens_decode_and_vocab():

@@ -205,6 +205,100 @@ def normalize_rows(norm, data, offsets, at, classes):
     return text, pb, pk, row_piece, ias, iae
 
 
+@cpu_kernel(parallel=True)
+def ascii_rows(data, offsets):
+    """1 for each row that is all ASCII."""
+    n = offsets.shape[0] - 1
+    flags = np.ones(n, np.uint8)
+    for r in prange(n):
+        for p in range(offsets[r], offsets[r + 1]):
+            if data[p] >= 128:
+                flags[r] = 0
+                break
+    return flags
+
+
+@cpu_kernel
+def gather_rows(data, offsets, rows):
+    """The batch of the given rows only: (bytes, offsets)."""
+    off = np.zeros(rows.shape[0] + 1, np.int64)
+    for j in range(rows.shape[0]):
+        off[j + 1] = off[j] + offsets[rows[j] + 1] - offsets[rows[j]]
+    out = np.empty(off[-1], np.uint8)
+    for j in range(rows.shape[0]):
+        a = offsets[rows[j]]
+        for q in range(off[j + 1] - off[j]):
+            out[off[j] + q] = data[a + q]
+    return out, off
+
+
+@cpu_kernel(parallel=True)
+def merge_pieces(write, data, ps, pe, pk, row_piece, row_sub, amap_off, amap_data, sub_text, sub_pb, sub_row_piece,
+                 pb, out):
+    """Normalized pieces of every row: an all-ASCII row's text pieces mapped byte by byte (amap), its
+    added tokens' pieces copied; any other row's pieces copied from its normalized sub-batch row
+    row_sub[r]. Counts piece lengths into pb[1:] (write=False), or writes them at pb."""
+    for r in prange(row_piece.shape[0] - 1):
+        j = row_sub[r]
+        for i in range(row_piece[r], row_piece[r + 1]):
+            o = pb[i] if write else 0
+            if j >= 0:
+                k = sub_row_piece[j] + i - row_piece[r]
+                if write:
+                    for q in range(sub_pb[k + 1] - sub_pb[k]):
+                        out[o + q] = sub_text[sub_pb[k] + q]
+                o += sub_pb[k + 1] - sub_pb[k]
+            elif pk[i] >= 0:
+                if write:
+                    for q in range(pe[i] - ps[i]):
+                        out[o + q] = data[ps[i] + q]
+                o += pe[i] - ps[i]
+            else:
+                for p in range(ps[i], pe[i]):
+                    c = data[p]
+                    if write:
+                        for q in range(amap_off[c], amap_off[c + 1]):
+                            out[o] = amap_data[q]
+                            o += 1
+                    else:
+                        o += amap_off[c + 1] - amap_off[c]
+            if not write:
+                pb[i + 1] = o
+
+
+def normalize_rows_ids(norm, data, offsets, at, classes):
+    """`normalize_rows` without alignments, for the ids-only path: (text, pb, pk, row_piece). All-ASCII
+    rows take the normalizer's ASCII map (one pass, when it has one); only the other rows run its passes."""
+    amap = norm.ascii_map()
+    flags = ascii_rows(data, offsets) if amap is not None else None
+    if flags is None or not flags.any():
+        return normalize_rows(norm, data, offsets, at, classes)[:4]
+    n = offsets.shape[0] - 1
+    counts = np.empty(n, np.int64)
+    z64, z32 = np.zeros(1, np.int64), np.zeros(1, np.int32)
+    split_pieces(False, data, offsets, classes, *at, z64, z64, z64, z32, counts)
+    row_piece = _scan(counts)
+    m = int(row_piece[-1])
+    ps, pe, pk = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int32)
+    split_pieces(True, data, offsets, classes, *at, row_piece, ps, pe, pk, counts)
+    other = np.flatnonzero(flags == 0)
+    row_sub = np.full(n, -1, np.int64)
+    row_sub[other] = np.arange(other.shape[0])
+    sub_text, sub_pb, sub_row_piece = np.zeros(1, np.uint8), z64, z64
+    if other.shape[0]:
+        sub_data, sub_off = gather_rows(data, offsets, other)
+        sub_text, sub_pb, _, sub_row_piece = normalize_rows(norm, _readonly(sub_data), _readonly(sub_off), at,
+                                                            classes)[:4]
+        sub_text = _readonly(sub_text)
+    pb = np.zeros(m + 1, np.int64)
+    args = (data, ps, pe, pk, row_piece, row_sub, *amap, sub_text, sub_pb, sub_row_piece)
+    merge_pieces(False, *args, pb, np.zeros(1, np.uint8))
+    np.cumsum(pb, out=pb)
+    text = np.empty(int(pb[-1]), np.uint8)
+    merge_pieces(True, *args, pb, text)
+    return text, pb, pk, row_piece
+
+
 def _words(tok, data, offsets):
     """Words of every row: (text they point into, its row offsets, words per row, ws, we, wv, wk, alignment)."""
     n = offsets.shape[0] - 1
@@ -442,7 +536,7 @@ def encode_ids(tok, b, segment=True):
     if tok._norm is None:
         text, text_off, pb, pk, row_piece = data, offsets, z64, np.zeros(1, np.int32), z64
     else:
-        text, pb, pk, row_piece, _, _ = normalize_rows(tok._norm, data, offsets, at, tok._classes)
+        text, pb, pk, row_piece = normalize_rows_ids(tok._norm, data, offsets, at, tok._classes)
         text_off = pb[row_piece]
     text, text_off = _readonly(text), _readonly(text_off)  # one compiled specialization for every input
     # chunks of whole rows, many per thread so uneven rows balance

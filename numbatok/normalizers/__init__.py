@@ -68,6 +68,21 @@ class Normalizer:
         ends = pb[row_piece].tolist()
         return [raw[ends[r]:ends[r + 1]].decode("utf-8") for r in range(len(ends) - 1)]
 
+    def ascii_map(self):
+        """(offsets[129], bytes): what each ASCII character normalizes to, when every all-ASCII text
+        normalizes character by character (heads identity or NF only, which leave ASCII unchanged, and
+        every ASCII character normalizes to ASCII); None otherwise. The ids-only fast path maps
+        all-ASCII rows with it in one pass, without the alignments."""
+        if not hasattr(self, "_ascii"):
+            self._ascii = None
+            if all(h in (passes.IDENT, NFD, NFKD, NFC, NFKC) for h, _, _, _ in self.plan):
+                outs = [o.encode("utf-8") for o in self.normalize_strs([chr(c) for c in range(128)])]
+                if all(o.isascii() for o in outs):
+                    off = np.zeros(129, np.int64)
+                    np.cumsum([len(o) for o in outs], out=off[1:])
+                    self._ascii = (off, np.frombuffer(b"".join(outs) + b"\0", np.uint8).copy())
+        return self._ascii
+
     def __repr__(self):
         return "Normalizer(" + ", ".join(
             passes.NAMES[h] + "".join("+" + chars.NAMES[op] for op in ops) for h, _, _, ops in self.plan) + ")"
