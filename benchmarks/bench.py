@@ -40,6 +40,10 @@ def load_docs(corpus, which, repeat):
     if which == "big":
         with open(os.path.join(corpus, "big.txt"), encoding="utf-8") as f:
             docs = f.read().split("\n\n")
+    elif which in ("ja", "zh"):  # the UDHR's Japanese or Chinese translations, a row per line (~45 KB)
+        with open(os.path.join(corpus, "udhr_multilingual.jsonl"), encoding="utf-8") as f:
+            rows = [json.loads(line) for line in f]
+        docs = [t for r in rows if r["lang"].split("-")[0] == which for t in r["text"].split("\n") if t]
     else:
         name = {"udhr": "udhr_multilingual.jsonl", "code": "code_and_markup.jsonl"}[which]
         with open(os.path.join(corpus, name), encoding="utf-8") as f:
@@ -240,7 +244,7 @@ def versions():
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tokenizers", default="gpt2")
-    ap.add_argument("--data", default="big", help="comma-separated: big (big.txt paragraphs), udhr, code")
+    ap.add_argument("--data", default="big", help="comma-separated: big (big.txt paragraphs), udhr, code, ja, zh (UDHR lines)")
     ap.add_argument("--configs", help="comma-separated subset of: " + "; ".join(CONFIGS))
     ap.add_argument("--corpus")
     ap.add_argument("--repeat", type=int, default=1, help="documents repeated this many times")
