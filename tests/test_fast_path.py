@@ -48,6 +48,28 @@ def test_full_cache_stops_adding_and_stays_exact(docs):
     assert tok.encode_ragged(sample).to_list() == expect
 
 
+@pytest.mark.parametrize("prefix_space", [False, True])
+def test_long_words_are_cached_exactly(prefix_space):
+    """Words of 17 to 255 model-space bytes are cached with their bytes outside the record: equal
+    hashes and lengths never pass for equal words, a virtual prefix space matches a real one, and
+    words beyond 255 bytes still run the model every time."""
+    import json
+    tokenizers = pytest.importorskip("tokenizers")
+    d = json.loads(reference_tok("gpt2").to_str())
+    d["pre_tokenizer"]["add_prefix_space"] = prefix_space
+    ref = tokenizers.Tokenizer.from_str(json.dumps(d))
+    tok = numbatok.Tokenizer.from_str(json.dumps(d), device="cpu")
+    rng = np.random.default_rng(7)
+    words = ["".join(rng.choice(list("abcdefgh"), n)) for n in (15, 16, 17, 40, 200, 254, 255, 256, 400)]
+    words += ["日本語の文章" * k for k in (1, 2, 5, 20)] + ["x" * 40, "y" * 40, "xy" * 20, "yx" * 20]
+    rows = [" ".join(rng.choice(words, 6)) for _ in range(300)] + words + [" " + w for w in words]
+    want = [e.ids for e in ref.encode_batch(rows, add_special_tokens=False)]
+    assert tok.encode_ragged(rows, add_special_tokens=False).to_list() == want
+    assert tok._word_cache.state[3] > 0  # long keys were stored
+    assert tok.encode_ragged(rows, add_special_tokens=False).to_list() == want
+    assert tok.encode_ragged(rows[::-1], add_special_tokens=False).to_list() == want[::-1]
+
+
 def test_slices_give_the_same_ids(docs, monkeypatch):
     monkeypatch.setattr(tokenizer_module, "SLICE_BYTES", 20_000)
     tok = numbatok.Tokenizer.from_pretrained("bert-base-uncased", device="cpu")

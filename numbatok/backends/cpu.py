@@ -6,7 +6,7 @@ from ..models.bpe import SMALL
 from ..pre_tokenizers import GPT2
 from ..normalizers.passes import identity_alignment, is_nf, nf_piece, normalize_piece
 from ..kernels.dedup import distinct_words, word_hashes
-from ..kernels.word_cache import KEY_BYTES, meta, meta_ids, pack_key, probe
+from ..kernels.word_cache import KEY_BYTES, LONG_BYTES, hash_long, meta, meta_ids, pack_key, probe, probe_long
 from ..pipeline import compact_word, piece_words, row_pieces, row_words, store_tokens, word_tokens
 
 _EMPTY_I64 = np.zeros(0, np.int64)
@@ -388,7 +388,7 @@ def encode(tok, b, want_spans):
 def encode_ids_chunks(c_lo, c_hi, text, text_off, pb, pk, row_piece, normalized, chunk_row, chunk_cap, chunk_tab,
                       pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first,
                       tok_data, tok_offsets, vocab_slots, merges, byte_ids,
-                      byte_fallback_ids, affix, params, rec, idata, local, out, row_ntok):
+                      byte_fallback_ids, affix, params, rec, idata, kdata, local, out, row_ntok):
     """One prange iteration per chunk of rows c_lo..c_hi-1: pre-tokenize a row, then each word's ids come from the
     shared cache (`rec`/`idata`, read-only here), from the words this chunk already tokenized (its
     own table, local[chunk_tab[c]:chunk_tab[c + 1]]), or from the model. ids go to out[chunk_cap[c]:],
@@ -427,16 +427,23 @@ def encode_ids_chunks(c_lo, c_hi, text, text_off, pb, pk, row_piece, normalized,
                 s, e, v = ws[i], we[i], wv[i]
                 m = e - s + v
                 slot = np.int64(0)
-                if m <= KEY_BYTES:
-                    h, k0, k1 = pack_key(text, s, e, v)
-                    g = probe(rec, h, k0, k1, m)
+                if m <= LONG_BYTES:
+                    if m <= KEY_BYTES:
+                        h, k0, k1 = pack_key(text, s, e, v)
+                        g = probe(rec, h, k0, k1, m)
+                    else:  # a long key is the word itself: (position in text, virtual space)
+                        h, k0, k1 = hash_long(text, s, e, v), np.uint64(s), np.uint64(v)
+                        g = probe_long(rec, h, m, text, s, v, kdata)
                     if g >= 0:
                         k, p0 = meta_ids(rec[g, 3])
                         for q in range(k):
                             out[pos + q] = idata[p0 + q]
                         pos += k
                         continue
-                    slot = probe(tab, h, k0, k1, m)
+                    if m <= KEY_BYTES:
+                        slot = probe(tab, h, k0, k1, m)
+                    else:
+                        slot = probe_long(tab, h, m, text, s, v, text)
                     if slot >= 0:
                         k, p0 = meta_ids(tab[slot, 3])
                         for q in range(k):
@@ -451,7 +458,7 @@ def encode_ids_chunks(c_lo, c_hi, text, text_off, pb, pk, row_piece, normalized,
                                 w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf)
                 for q in range(k):
                     out[pos + q] = sym_id[q]
-                if m <= KEY_BYTES and room > 0 and k < 256:
+                if m <= LONG_BYTES and room > 0 and k < 256:
                     slot = -slot - 1
                     tab[slot, 1] = k0
                     tab[slot, 2] = k1
@@ -559,14 +566,14 @@ def encode_ids(tok, b, segment=True):
     t = numba.get_num_threads()
     cuts = [0] + [c for c in (t, 3 * t) if c < n_chunks] + [n_chunks]
     for lo, hi in zip(cuts[:-1], cuts[1:]):
-        rec, idata = cache.snapshot()
+        rec, idata, kdata = cache.snapshot()
         try:
             encode_ids_chunks(lo, hi, text, text_off, pb, pk, row_piece, tok._norm is not None, chunk_row,
                               chunk_cap, chunk_tab, pt.prog, pt.add_prefix_space, tok._classes, *at,
-                              *tok._model.arrays(), rec, idata, local, out, row_ntok)
+                              *tok._model.arrays(), rec, idata, kdata, local, out, row_ntok)
         finally:
             cache.release()
-        cache.add(local[chunk_tab[lo]:chunk_tab[hi]], out)
+        cache.add(local[chunk_tab[lo]:chunk_tab[hi]], out, text)
     row_off = _scan(row_ntok)
     ids = np.empty(int(row_off[-1]), np.int32)
     gather_chunks(out, chunk_cap, chunk_row, row_off, ids)

@@ -4,13 +4,17 @@ A word's tokens depend only on its model-space bytes (the virtual prefix space i
 word seen once never runs the model again: real text repeats words heavily, and re-encoding a
 corpus is then mostly hashing and copying.
 
-Only words of up to KEY_BYTES model-space bytes are cached (nearly all words of prose); their bytes
-are packed into two uint64 in the record itself, so a probe reads one 32-byte record and compares
-whole keys exactly: no collision can hand a word another word's ids, and nothing else is touched
-until the ids are copied. Record (uint64 x 4, hash 0 = empty):
+Words of up to KEY_BYTES model-space bytes (nearly all words of alphabetic prose) have their bytes
+packed into two uint64 in the record itself, so a probe reads one 32-byte record and compares whole
+keys exactly: no collision can hand a word another word's ids, and nothing else is touched until
+the ids are copied. Record (uint64 x 4, hash 0 = empty):
     hash | 1,  key bytes 0-7,  key bytes 8-15,  length | n_ids << 8 | ids offset << 16
+Longer words, up to LONG_BYTES (CJK runs and code identifiers are often longer than 16 bytes), keep
+their bytes outside the record and are compared byte by byte once hash and length match:
+    hash | 1,  key bytes offset,  virtual space flag,  length | n_ids << 8 | ids offset << 16
 The same records serve the per-chunk tables of one call (ids offset = where the word's ids were
-first written in that call's output) and the shared table (ids offset into `idata`).
+first written in that call's output; a long key's bytes are the word in the call's text) and the
+shared table (ids offset into `idata`; a long key's bytes, virtual space included, in `kdata`).
 """
 import threading
 
@@ -19,6 +23,7 @@ import numpy as np
 from .._numba import cpu_kernel, jitable
 
 KEY_BYTES = 16
+LONG_BYTES = 255
 
 
 @jitable
@@ -58,6 +63,47 @@ def probe(rec, h, k0, k1, m):
 
 
 @jitable
+def hash_long(data, s, e, virt):
+    """Hash of a word of more than KEY_BYTES model-space bytes (FNV-1a, then mixed)."""
+    h = np.uint64(0xCBF29CE484222325)
+    if virt:
+        h = (h ^ np.uint64(32)) * np.uint64(0x100000001B3)
+    for i in range(s, e):
+        h = (h ^ np.uint64(data[i])) * np.uint64(0x100000001B3)
+    h ^= h >> np.uint64(32)
+    h *= np.uint64(0xBF58476D1CE4E5B9)
+    h ^= h >> np.uint64(29)
+    return h | np.uint64(1)
+
+
+@jitable
+def _same_long(data, s, virt, m, buf, b0, bvirt):
+    # the m model-space bytes of data[s:] (a virtual space first if virt) == those of buf[b0:] (bvirt)
+    for j in range(m):
+        x = 32 if virt and j == 0 else data[s + j - virt]
+        y = 32 if bvirt and j == 0 else buf[b0 + j - bvirt]
+        if x != y:
+            return False
+    return True
+
+
+@jitable
+def probe_long(rec, h, m, data, s, virt, buf):
+    """`probe` for a long word data[s:] (m model-space bytes): key bytes in buf (the shared table's
+    `kdata`, or the call's text for a chunk's own table)."""
+    mask = rec.shape[0] - 1
+    i = np.int64(h & np.uint64(mask))
+    while True:
+        r = rec[i, 0]
+        if r == 0:
+            return -i - 1
+        if r == h and (rec[i, 3] & np.uint64(255)) == np.uint64(m) and _same_long(
+                data, s, virt, m, buf, np.int64(rec[i, 1]), np.int64(rec[i, 2])):
+            return i
+        i = (i + 1) & mask
+
+
+@jitable
 def meta(m, n_ids, off):
     return np.uint64(m) | (np.uint64(n_ids) << np.uint64(8)) | (np.uint64(off) << np.uint64(16))
 
@@ -69,12 +115,13 @@ def meta_ids(v):
 
 
 @cpu_kernel
-def insert_new(local, out, rec, idata, state):
-    """Adds the words of one call's per-chunk tables (`local`, ids in `out`) to the shared table.
-    state = [entries, ids used, max entries]. Returns how many did not fit (the caller grows the
-    arrays and calls again)."""
+def insert_new(local, out, text, rec, idata, kdata, state):
+    """Adds the words of one call's per-chunk tables (`local`, ids in `out`, long keys in `text`) to
+    the shared table. state = [entries, ids used, max entries, key bytes used]. Returns how many did
+    not fit (the caller grows the arrays and calls again)."""
     n = state[0]
     ni = state[1]
+    nk = state[3]
     left = 0
     for j in range(local.shape[0]):
         h = local[j, 0]
@@ -82,17 +129,30 @@ def insert_new(local, out, rec, idata, state):
             continue
         k0, k1, v = local[j, 1], local[j, 2], local[j, 3]
         m = np.int64(v & np.uint64(255))
-        slot = probe(rec, h, k0, k1, m)
+        long = m > KEY_BYTES
+        if long:
+            slot = probe_long(rec, h, m, text, np.int64(k0), np.int64(k1), kdata)
+        else:
+            slot = probe(rec, h, k0, k1, m)
         if slot >= 0:
             continue
         if n >= state[2]:
             break
         k, p = meta_ids(v)
-        if 2 * (n + 1) > rec.shape[0] or ni + k > idata.shape[0]:
+        if 2 * (n + 1) > rec.shape[0] or ni + k > idata.shape[0] or (long and nk + m > kdata.shape[0]):
             left += 1
             continue
         for q in range(k):
             idata[ni + q] = out[p + q]
+        if long:  # the key's model-space bytes, virtual space included
+            s = np.int64(k0)
+            if k1:
+                kdata[nk] = 32
+            for q in range(m - np.int64(k1)):
+                kdata[nk + np.int64(k1) + q] = text[s + q]
+            k0 = np.uint64(nk)
+            k1 = np.uint64(0)
+            nk += m
         slot = -slot - 1
         rec[slot, 1] = k0
         rec[slot, 2] = k1
@@ -102,6 +162,7 @@ def insert_new(local, out, rec, idata, state):
         n += 1
     state[0] = n
     state[1] = ni
+    state[3] = nk
     return left
 
 
@@ -109,8 +170,11 @@ def insert_new(local, out, rec, idata, state):
 def _rehash(old, rec):
     for j in range(old.shape[0]):
         h = old[j, 0]
-        if h != 0:
-            slot = -probe(rec, h, old[j, 1], old[j, 2], np.int64(old[j, 3] & np.uint64(255))) - 1
+        if h != 0:  # (keys are all distinct: the first empty slot of the probe sequence)
+            mask = rec.shape[0] - 1
+            slot = np.int64(h & np.uint64(mask))
+            while rec[slot, 0] != 0:
+                slot = (slot + 1) & mask
             for q in range(4):
                 rec[slot, q] = old[j, q]
 
@@ -128,7 +192,8 @@ class WordCache:
     def clear(self):
         self.rec = np.zeros((1 << 15, 4), np.uint64)
         self.idata = np.zeros(1 << 16, np.int32)
-        self.state = np.array([0, 0, self.max_entries], np.int64)
+        self.kdata = np.zeros(1 << 16, np.uint8)
+        self.state = np.array([0, 0, self.max_entries, 0], np.int64)
 
     def __len__(self):
         return int(self.state[0])
@@ -139,19 +204,20 @@ class WordCache:
     def __setstate__(self, state):
         self.__init__(state["max_entries"])
 
-    def add(self, local, out):
+    def add(self, local, out, text):
         with self.lock:
             if self.readers:  # another call is reading these records: write a copy
                 self.rec = self.rec.copy()
-            while insert_new(local, out, self.rec, self.idata, self.state):
+            while insert_new(local, out, text, self.rec, self.idata, self.kdata, self.state):
                 self._grow()
 
     def snapshot(self):
-        """(records, ids) for a call's lookups, a pair that belongs together and that nobody writes
-        to until `release` (ids are only appended; records are copied when a reader is active)."""
+        """(records, ids, long keys) for a call's lookups, arrays that belong together and that nobody
+        writes to until `release` (ids and keys are only appended; records are copied when a reader
+        is active)."""
         with self.lock:
             self.readers += 1
-            return self.rec, self.idata
+            return self.rec, self.idata, self.kdata
 
     def release(self):
         with self.lock:
@@ -160,11 +226,13 @@ class WordCache:
     def _grow(self):
         # New arrays, never resized in place: a call still reading the old pair stays consistent
         # (its records only ever point into its own ids array).
-        n, ni = int(self.state[0]), int(self.state[1])
+        n, ni, nk = int(self.state[0]), int(self.state[1]), int(self.state[3])
         size = self.rec.shape[0] * (2 if 2 * (n + 1) > self.rec.shape[0] else 1)
-        idata = self.idata
-        if 4 * ni > 3 * idata.shape[0]:
+        idata, kdata = self.idata, self.kdata
+        if 4 * ni > 3 * idata.shape[0] - 1024:
             idata = np.concatenate([idata, np.zeros_like(idata)])
+        if 4 * nk > 3 * kdata.shape[0] - 1024:
+            kdata = np.concatenate([kdata, np.zeros_like(kdata)])
         rec = np.zeros((size, 4), np.uint64)
         _rehash(self.rec, rec)
-        self.rec, self.idata = rec, idata
+        self.rec, self.idata, self.kdata = rec, idata, kdata
