@@ -128,7 +128,7 @@ def piece_words(data, pb, pk, i0, i1, pt_kind, pt_prefix, classes, at_data, at_o
 
 @jitable
 def word_tokens(data, s, e, virt, kind, tok_data, tok_offsets, vocab_slots, merges,
-                byte_ids, byte_fallback_ids, affix, params,
+                byte_pairs, byte_ids, byte_fallback_ids, affix, params,
                 w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf):
     """Tokens of one word into sym_id / sym_st / sym_en (spans in model-space word bytes); returns count."""
     if kind >= 0:
@@ -155,8 +155,10 @@ def word_tokens(data, s, e, virt, kind, tok_data, tok_offsets, vocab_slots, merg
     m = init_symbols(w, n, tok_data, tok_offsets, vocab_slots, byte_ids, byte_fallback_ids, affix, params,
                      sym_id, sym_st, sym_en, kbuf)
     if m <= SMALL:
-        return merge_linear(sym_id, sym_st, sym_en, m, merges, params[0], rank_buf, new_buf)
-    return merge_heap(sym_id, sym_st, sym_en, m, merges, params[0], heap, nxt, prv)
+        return merge_linear(sym_id, sym_st, sym_en, m, merges, params[0], rank_buf, new_buf,
+                            (params[3] & 16) != 0, w, byte_pairs)
+    return merge_heap(sym_id, sym_st, sym_en, m, merges, params[0], heap, nxt, prv, (params[3] & 16) != 0, w,
+                      byte_pairs)
 
 
 @jitable

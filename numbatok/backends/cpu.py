@@ -41,8 +41,8 @@ def model_scratch(n, extra):
 
 
 @cpu_kernel(parallel=True)
-def encode_words(data, ws, we, wv, wk, cap_off, tok_data, tok_offsets, vocab_slots, merges, byte_ids,
-                 byte_fallback_ids, affix, params, n_chunks,
+def encode_words(data, ws, we, wv, wk, cap_off, tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
+                 byte_ids, byte_fallback_ids, affix, params, n_chunks,
                  cap_ids, cap_st, cap_en, ntok):
     nw = ws.shape[0]
     per = (nw + n_chunks - 1) // n_chunks
@@ -57,8 +57,8 @@ def encode_words(data, ws, we, wv, wk, cap_off, tok_data, tok_offsets, vocab_slo
                 longest = m
         w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf = model_scratch(longest, extra)
         for i in range(lo, hi):
-            k = word_tokens(data, ws[i], we[i], wv[i], wk[i], tok_data, tok_offsets, vocab_slots, merges, byte_ids,
-                            byte_fallback_ids, affix, params,
+            k = word_tokens(data, ws[i], we[i], wv[i], wk[i], tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
+                            byte_ids, byte_fallback_ids, affix, params,
                             w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf)
             store_tokens(cap_off[i], k, sym_id, sym_st, sym_en, cap_ids, cap_st, cap_en)
             ntok[i] = k
@@ -387,8 +387,8 @@ def encode(tok, b, want_spans):
 @cpu_kernel(parallel=True)
 def encode_ids_chunks(c_lo, c_hi, text, text_off, pb, pk, row_piece, normalized, chunk_row, chunk_cap, chunk_tab,
                       pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first,
-                      tok_data, tok_offsets, vocab_slots, merges, byte_ids,
-                      byte_fallback_ids, affix, params, rec, idata, kdata, local, out, row_ntok):
+                      tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
+                      byte_ids, byte_fallback_ids, affix, params, rec, idata, kdata, local, out, row_ntok):
     """One prange iteration per chunk of rows c_lo..c_hi-1: pre-tokenize a row, then each word's ids come from the
     shared cache (`rec`/`idata`, read-only here), from the words this chunk already tokenized (its
     own table, local[chunk_tab[c]:chunk_tab[c + 1]]), or from the model. ids go to out[chunk_cap[c]:],
@@ -453,8 +453,8 @@ def encode_ids_chunks(c_lo, c_hi, text, text_off, pb, pk, row_piece, normalized,
                 if m + 1 > scratch:
                     scratch = 2 * m + 2
                     w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf = model_scratch(scratch, extra)
-                k = word_tokens(text, s, e, v, -1, tok_data, tok_offsets, vocab_slots, merges, byte_ids,
-                                byte_fallback_ids, affix, params,
+                k = word_tokens(text, s, e, v, -1, tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
+                                byte_ids, byte_fallback_ids, affix, params,
                                 w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf)
                 for q in range(k):
                     out[pos + q] = sym_id[q]

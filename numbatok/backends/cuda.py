@@ -46,8 +46,8 @@ def fill_words_kernel(data, offsets, pt_kind, pt_prefix, classes, at_data, at_of
 
 
 @cuda.jit
-def encode_words_kernel(data, ws, we, wv, wk, cap_off, tok_data, tok_offsets, vocab_slots, merges, byte_ids,
-                        byte_fallback_ids, affix, params, cap_ids, cap_st, cap_en, ntok):
+def encode_words_kernel(data, ws, we, wv, wk, cap_off, tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
+                        byte_ids, byte_fallback_ids, affix, params, cap_ids, cap_st, cap_en, ntok):
     """One thread per word: BPE in local memory; words over SMALL bytes get ntok = -1 (done on the CPU)."""
     i = cuda.grid(1)
     if i >= ws.shape[0]:
@@ -65,8 +65,8 @@ def encode_words_kernel(data, ws, we, wv, wk, cap_off, tok_data, tok_offsets, vo
     nxt = cuda.local.array(1, np.int64)
     prv = cuda.local.array(1, np.int64)
     kbuf = cuda.local.array(KBUF, np.uint8)
-    k = word_tokens(data, ws[i], we[i], wv[i], wk[i], tok_data, tok_offsets, vocab_slots, merges, byte_ids,
-                    byte_fallback_ids, affix, params,
+    k = word_tokens(data, ws[i], we[i], wv[i], wk[i], tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
+                    byte_ids, byte_fallback_ids, affix, params,
                     w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf)
     store_tokens(cap_off[i], k, sym_id, sym_st, sym_en, cap_ids, cap_st, cap_en)
     ntok[i] = k

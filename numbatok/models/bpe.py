@@ -118,10 +118,20 @@ def _rank(merges, n_ids, left, right):
 
 
 @jitable
-def merge_linear(sym_id, sym_st, sym_en, n, merges, n_ids, rank_buf, new_buf):
-    """Merges in place (lowest rank, leftmost first); returns the new symbol count. O(n^2), for short words."""
-    for i in range(n - 1):
-        rank_buf[i], new_buf[i] = _rank(merges, n_ids, sym_id[i], sym_id[i + 1])
+def merge_linear(sym_id, sym_st, sym_en, n, merges, n_ids, rank_buf, new_buf, by_bytes, w, byte_pairs):
+    """Merges in place (lowest rank, leftmost first); returns the new symbol count. O(n^2), for short words.
+    by_bytes: symbol i is the byte w[i], so the first ranks come from the dense byte_pairs (512 KB,
+    mostly in cache) instead of hashing into the merge table."""
+    if by_bytes:
+        for i in range(n - 1):
+            v = byte_pairs[np.int64(w[i]) * 256 + w[i + 1]]
+            if v < 0:
+                rank_buf[i], new_buf[i] = 2147483647, -1
+            else:
+                rank_buf[i], new_buf[i] = v >> 32, v & 0xFFFFFFFF
+    else:
+        for i in range(n - 1):
+            rank_buf[i], new_buf[i] = _rank(merges, n_ids, sym_id[i], sym_id[i + 1])
     while n > 1:
         best = -1
         best_rank = 2147483647
@@ -185,14 +195,18 @@ def _heap_pop(heap, size):
 
 
 @jitable
-def merge_heap(sym_id, sym_st, sym_en, n, merges, n_ids, heap, nxt, prv):
+def merge_heap(sym_id, sym_st, sym_en, n, merges, n_ids, heap, nxt, prv, by_bytes, w, byte_pairs):
     """Same result as merge_linear in O(n log n): a heap of (rank, position) over a linked list."""
     size = 0
     for i in range(n):
         nxt[i] = i + 1 if i + 1 < n else -1
         prv[i] = i - 1
     for i in range(n - 1):
-        r, t = _rank(merges, n_ids, sym_id[i], sym_id[i + 1])
+        if by_bytes:
+            v = byte_pairs[np.int64(w[i]) * 256 + w[i + 1]]
+            r, t = v >> 32, v
+        else:
+            r, t = _rank(merges, n_ids, sym_id[i], sym_id[i + 1])
         if t >= 0:
             size = _heap_push(heap, size, (np.int64(r) << 32) | i)
     while size > 0:

@@ -3,6 +3,9 @@
   tok_data/tok_offsets   bytes each id stands for (model space: raw bytes for byte-level vocabularies)
   vocab_slots            bytes -> id open-addressing table over those bytes
   merges                 (left id * n_ids + right id) -> rank << 32 | merged id   (BPE)
+  byte_pairs[65536]      the same value for the pair of single-byte tokens (a, b) at a * 256 + b,
+                         -1 when they never merge (byte-level BPE: a word's first ranks without
+                         hashing; flag bit 4). One entry otherwise
   byte_ids[256]          id of each single byte (byte-level fast path), -1 when absent
   byte_fallback_ids[256] id of "<0xXX>" tokens, -1 when absent                     (BPE)
   affix                  continuing_subword_prefix then end_of_word_suffix bytes
@@ -48,6 +51,15 @@ class ModelTables:
         self.n_suffix = len(end_of_word_suffix)
         # flags: bit0 fuse_unk, bit1 byte_fallback, bit2 ignore_merges, bit3 byte-level symbols
         self.flags = (1 * fuse_unk) | (2 * byte_fallback) | (4 * ignore_merges) | (8 * byte_level)
+        self.byte_pairs = np.full(1, -1, np.int64)
+        if kind == BPE and byte_level and not (continuing_subword_prefix or end_of_word_suffix) and len(m) \
+                and (self.byte_ids >= 0).all():
+            # flags: bit4, every byte is a symbol of its own, so a word's first pairs are byte pairs
+            self.flags |= 16
+            order = np.argsort(keys, kind="stable")  # a repeated merge: its first rank wins, as in `merges`
+            pair = (self.byte_ids.astype(np.int64)[:, None] * self.n_ids + self.byte_ids[None, :]).ravel()
+            hit = order[np.minimum(np.searchsorted(keys, pair, sorter=order), len(keys) - 1)]
+            self.byte_pairs = np.where(keys[hit] == pair, (hit << 32) | m[hit, 2], -1)
         self.unk_id = unk_id
         # leading / trailing ' ' bytes of each token, for the ByteLevel offset trimming
         self.lead_spaces = np.zeros(len(id_bytes), dtype=np.int32)
@@ -62,8 +74,8 @@ class ModelTables:
             self.byte_fallback_ids[b] = vocab.get(f"<0x{b:02X}>", -1)
 
     def arrays(self):
-        return (self.tok_data, self.tok_offsets, self.vocab_slots, self.merges, self.byte_ids, self.byte_fallback_ids,
-                self.affix,
+        return (self.tok_data, self.tok_offsets, self.vocab_slots, self.merges, self.byte_pairs, self.byte_ids,
+                self.byte_fallback_ids, self.affix,
                 np.array([self.n_ids, self.n_prefix, self.n_suffix, self.flags, self.unk_id, self.kind,
                           self.max_input_chars_per_word], dtype=np.int64))
 
