@@ -191,8 +191,9 @@ def child(args):
 
 
 def warm_up_text():
-    """About 300 KB of random pseudo-words in several scripts: every code path and lazy import runs
-    (and JIT-compiled code loads) before timing, yet no word of any corpus is cached by it."""
+    """About 600 KB of random pseudo-words in several scripts, then all-ASCII rows and one 250 KB row:
+    every code path and lazy import runs (and JIT-compiled code loads: all-ASCII and mixed batches,
+    long documents cut into segments) before timing, yet hardly a word of any corpus is cached by it."""
     rng = np.random.default_rng(0)
     alphabets = ["abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", "абвгдеёжзийклмнопрстуфхцчшщыэюя",
                  "的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年", "αβγδεζηθικλμνξοπρστυφχψω",
@@ -204,7 +205,10 @@ def warm_up_text():
             a = alphabets[rng.integers(len(alphabets))]
             words.append("".join(a[i] for i in rng.integers(0, len(a), rng.integers(1, 12))))
         docs.append(" ".join(words))
-    return docs
+    latin = alphabets[0]
+    ascii_docs = [" ".join("".join(latin[i] for i in rng.integers(0, 52, rng.integers(1, 12))) for _ in range(200))
+                  for _ in range(200)]
+    return docs + ascii_docs + [" ".join(ascii_docs[:120])]
 
 
 def latency(run, docs):

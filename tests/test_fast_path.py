@@ -94,6 +94,22 @@ def test_empty_rows_and_batches():
     assert np.array_equal(tok.encode_ragged([]).row_offsets, [0])
 
 
+@pytest.mark.parametrize("name", ["gpt2", "bert-base-uncased"])
+def test_first_call_on_other_input_compiles_nothing(name):
+    """After one call, inputs built another way (ASCII str, mixed scripts, bytes, all-ASCII or not)
+    reuse the compiled kernels: nothing compiles in the middle of a job (a first pass over a new
+    corpus once spent 4 s compiling a second specialization)."""
+    from numbatok.backends import cpu
+    tok = numbatok.Tokenizer.from_pretrained(name, device="cpu")
+    tok.encode_ragged(["Привет, 世界! naïve", "plain ascii", "", "long é " * 40_000], add_special_tokens=False)
+    kernels = [v for v in vars(cpu).values() if hasattr(v, "signatures")]
+    before = {k: len(k.signatures) for k in kernels}
+    for batch in (["only ascii here", "and here"], ["ascii", "日本語"], [b"bytes in", b"\xc3\xa9"],
+                  ["x" * 300_000]):
+        tok.encode_ragged(batch, add_special_tokens=False)
+    assert {k: len(k.signatures) for k in kernels} == before
+
+
 def test_import_does_not_load_numba():
     """`import numbatok` stays light: Numba (most of the start-up time) loads with the tokenizer."""
     code = "import sys, numbatok; assert 'numba' not in sys.modules and 'pyarrow' not in sys.modules; numbatok.Tokenizer"

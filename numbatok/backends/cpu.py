@@ -172,6 +172,7 @@ def normalize_rows(norm, data, offsets, at, classes):
     text[pb[i]:pb[i + 1]] (pk[i] = -1 for text, else the added token's id) and row r owns pieces
     row_piece[r]..row_piece[r + 1] - 1; byte j of `text` comes from original bytes [ias[j], iae[j]).
     """
+    data, offsets = _readonly(data), _readonly(offsets)  # one specialization per kernel, for every caller
     n = offsets.shape[0] - 1
     counts = np.empty(n, np.int64)
     z64, z32 = np.zeros(1, np.int64), np.zeros(1, np.int32)
@@ -284,7 +285,8 @@ def normalize_rows_ids(norm, data, offsets, at, classes):
     other = np.flatnonzero(flags == 0)
     row_sub = np.full(n, -1, np.int64)
     row_sub[other] = np.arange(other.shape[0])
-    sub_text, sub_pb, sub_row_piece = np.zeros(1, np.uint8), z64, z64
+    # (the same array types whether or not some rows are not ASCII: one compiled specialization)
+    sub_text, sub_pb, sub_row_piece = _readonly(np.zeros(1, np.uint8)), z64, z64
     if other.shape[0]:
         sub_data, sub_off = gather_rows(data, offsets, other)
         sub_text, sub_pb, _, sub_row_piece = normalize_rows(norm, _readonly(sub_data), _readonly(sub_off), at,
@@ -350,7 +352,7 @@ def _model_distinct(tok, text, ws, we, wv, wk):
 
 def encode(tok, b, want_spans):
     """Runs the pipeline for Tokenizer `tok` over host Batch `b`; returns the raw per-token arrays."""
-    data, offsets = b.data, b.offsets
+    data, offsets = _readonly(b.data), _readonly(b.offsets)  # one specialization per kernel (see encode_ids)
     n = len(offsets) - 1
     classes = tok._classes
     text, text_off, counts, row_word, ws, we, wv, wk, align = _words(tok, data, offsets)
@@ -529,7 +531,9 @@ def encode_ids(tok, b, segment=True):
     """ids and row token offsets of host Batch `b` (no special tokens, no spans): the fast path."""
     import numba
 
-    data, offsets = b.data, b.offsets
+    # read-only views, whichever way the batch was built (str join, Arrow, bytes): every kernel then has
+    # one compiled specialization, loaded by any earlier call, never compiled in the middle of a job
+    data, offsets = _readonly(b.data), _readonly(b.offsets)
     n = len(offsets) - 1
     threads = numba.get_num_threads()
     seg = max(int(offsets[-1] - offsets[0]) // (8 * threads), 1 << 16)
