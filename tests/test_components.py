@@ -138,6 +138,23 @@ def test_byte_fallback():
     _check(*_pair(ref), SAMPLE + ["☃ snow", "\U0001F600"])
 
 
+def test_repeated_merge_takes_its_last_rank():
+    """A merge listed twice ranks where it is listed last, as in the reference's merge map (both the
+    hash table and, for byte-level vocabularies, the dense first-pair table)."""
+    import json
+    ref = _trained_bpe(True)
+    d = json.loads(ref.to_str())
+    merges = d["model"]["merges"]
+    d["model"]["merges"] = merges + merges[::-1]  # listed again in reverse: every rank is reversed
+    ref = Tokenizer.from_str(json.dumps(d))
+    tok = numbatok.Tokenizer.from_str(json.dumps(d), device="cpu")
+    batch = SAMPLE + TRAIN[:6]
+    assert [e.ids for e in ref.encode_batch(batch)] != [e.ids for e in _trained_bpe(True).encode_batch(batch)]
+    _check(tok, ref, batch)
+    assert tok.encode_ragged(batch, add_special_tokens=False).to_list() == \
+        [e.ids for e in ref.encode_batch(batch, add_special_tokens=False)]
+
+
 def test_corpus_sample_with_added_tokens():
     tok, ref = added_tokens_tokenizer()
     docs = corpus_docs()[::50]

@@ -72,8 +72,8 @@ def build_bytes_table(tok_data, tok_offsets, ids):
 
 
 def build_pair_table(keys, values):
-    """(slots, 2) int64 records [key, value] for non-negative int64 keys and values; the first of
-    equal keys wins."""
+    """(slots, 2) int64 records [key, value] for non-negative int64 keys and values; the last of
+    equal keys wins (as a repeated merge in the reference's merge map)."""
     n = max(len(keys), 1)
     size = 1 << int(np.ceil(np.log2(n * 2 + 1)))
     table = np.full((size, 2), -1, dtype=np.int64)
@@ -107,6 +107,5 @@ def _fill_pairs(table, keys, values):
         i = np.int64(h & np.uint64(mask))
         while table[i, 0] >= 0 and table[i, 0] != key:
             i = (i + 1) & mask
-        if table[i, 0] < 0:
-            table[i, 0] = key
-            table[i, 1] = values[j]
+        table[i, 0] = key
+        table[i, 1] = values[j]

@@ -56,9 +56,9 @@ class ModelTables:
                 and (self.byte_ids >= 0).all():
             # flags: bit4, every byte is a symbol of its own, so a word's first pairs are byte pairs
             self.flags |= 16
-            order = np.argsort(keys, kind="stable")  # a repeated merge: its first rank wins, as in `merges`
+            order = np.argsort(keys, kind="stable")  # a repeated merge: its last rank wins, as in `merges`
             pair = (self.byte_ids.astype(np.int64)[:, None] * self.n_ids + self.byte_ids[None, :]).ravel()
-            hit = order[np.minimum(np.searchsorted(keys, pair, sorter=order), len(keys) - 1)]
+            hit = order[np.maximum(np.searchsorted(keys, pair, side="right", sorter=order) - 1, 0)]
             self.byte_pairs = np.where(keys[hit] == pair, (hit << 32) | m[hit, 2], -1)
         self.unk_id = unk_id
         # leading / trailing ' ' bytes of each token, for the ByteLevel offset trimming
