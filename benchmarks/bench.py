@@ -292,7 +292,7 @@ def main(argv=None):
                 ids, offs = to_flat(ref)
                 ref_file = os.path.join(tmp, "ref.npz")
                 np.savez(ref_file, ids=ids, offsets=offs)
-                print(f"\n{name} on {data}: {len(docs)} documents, {nbytes / 1e6:.1f} MB", flush=True)
+                print(f"\n{name} on {data}: {len(docs)} documents, {nbytes / 1e6:.2f} MB", flush=True)
                 for config in configs:
                     cmd = [sys.executable, os.path.abspath(__file__), "--child", config, "--tokenizer", name,
                            "--child-docs", docs_file, "--child-ref", ref_file, "--child-data", data,

@@ -40,11 +40,12 @@ def test_cold_then_warm_cache(name, docs):
 
 def test_full_cache_stops_adding_and_stays_exact(docs):
     tok = numbatok.Tokenizer.from_pretrained("gpt2", device="cpu")
-    tok._word_cache = WordCache(max_entries=500)
+    tok._word_cache = WordCache(max_entries=500, max_key_bytes=2000)
     sample = docs[::3]
     expect = [e.ids for e in reference_tok("gpt2").encode_batch(sample)]
     assert tok.encode_ragged(sample).to_list() == expect
     assert 0 < len(tok._word_cache) <= 500
+    assert 0 < tok._word_cache.state[3] <= 2000  # long words' key bytes
     assert tok.encode_ragged(sample).to_list() == expect
 
 

@@ -117,8 +117,8 @@ def meta_ids(v):
 @cpu_kernel
 def insert_new(local, out, text, rec, idata, kdata, state):
     """Adds the words of one call's per-chunk tables (`local`, ids in `out`, long keys in `text`) to
-    the shared table. state = [entries, ids used, max entries, key bytes used]. Returns how many did
-    not fit (the caller grows the arrays and calls again)."""
+    the shared table. state = [entries, ids used, max entries, key bytes used, max key bytes]. Returns
+    how many did not fit (the caller grows the arrays and calls again)."""
     n = state[0]
     ni = state[1]
     nk = state[3]
@@ -138,6 +138,8 @@ def insert_new(local, out, text, rec, idata, kdata, state):
             continue
         if n >= state[2]:
             break
+        if long and nk + m > state[4]:  # long keys have their own budget; those words keep running the model
+            continue
         k, p = meta_ids(v)
         if 2 * (n + 1) > rec.shape[0] or ni + k > idata.shape[0] or (long and nk + m > kdata.shape[0]):
             left += 1
@@ -180,12 +182,14 @@ def _rehash(old, rec):
 
 
 class WordCache:
-    """One Tokenizer's word cache. Grows by doubling up to `max_entries` words, then stops adding
-    (what is cached stays correct; new words just run the model)."""
+    """One Tokenizer's word cache. Grows by doubling up to `max_entries` words (and `max_key_bytes`
+    of long words' keys), then stops adding (what is cached stays correct; new words just run the
+    model)."""
 
-    def __init__(self, max_entries=1 << 21):
+    def __init__(self, max_entries=1 << 21, max_key_bytes=1 << 26):
         self.lock = threading.Lock()
         self.max_entries = max_entries
+        self.max_key_bytes = max_key_bytes
         self.readers = 0
         self.clear()
 
@@ -193,16 +197,16 @@ class WordCache:
         self.rec = np.zeros((1 << 15, 4), np.uint64)
         self.idata = np.zeros(1 << 16, np.int32)
         self.kdata = np.zeros(1 << 16, np.uint8)
-        self.state = np.array([0, 0, self.max_entries, 0], np.int64)
+        self.state = np.array([0, 0, self.max_entries, 0, self.max_key_bytes], np.int64)
 
     def __len__(self):
         return int(self.state[0])
 
     def __getstate__(self):  # a pickled tokenizer (multiprocessing, Ray) starts with an empty cache
-        return {"max_entries": self.max_entries}
+        return {"max_entries": self.max_entries, "max_key_bytes": self.max_key_bytes}
 
     def __setstate__(self, state):
-        self.__init__(state["max_entries"])
+        self.__init__(**state)
 
     def add(self, local, out, text):
         with self.lock:
