@@ -165,6 +165,18 @@ def _readonly(a):
     return v
 
 
+def _pieces(data, offsets, at, classes):
+    """The pieces of every row around the raw-text added tokens: (row_piece, ps, pe, pk)."""
+    counts = np.empty(offsets.shape[0] - 1, np.int64)
+    z64, z32 = np.zeros(1, np.int64), np.zeros(1, np.int32)
+    split_pieces(False, data, offsets, classes, *at, z64, z64, z64, z32, counts)
+    row_piece = _scan(counts)
+    m = int(row_piece[-1])
+    ps, pe, pk = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int32)
+    split_pieces(True, data, offsets, classes, *at, row_piece, ps, pe, pk, counts)
+    return row_piece, ps, pe, pk
+
+
 def normalize_rows(norm, data, offsets, at, classes):
     """Added tokens' first pass, then every pass of Normalizer `norm`, over the batch (data, offsets).
 
@@ -173,14 +185,9 @@ def normalize_rows(norm, data, offsets, at, classes):
     row_piece[r]..row_piece[r + 1] - 1; byte j of `text` comes from original bytes [ias[j], iae[j]).
     """
     data, offsets = _readonly(data), _readonly(offsets)  # one specialization per kernel, for every caller
-    n = offsets.shape[0] - 1
-    counts = np.empty(n, np.int64)
+    row_piece, ps, pe, pk = _pieces(data, offsets, at, classes)
+    m = ps.shape[0]
     z64, z32 = np.zeros(1, np.int64), np.zeros(1, np.int32)
-    split_pieces(False, data, offsets, classes, *at, z64, z64, z64, z32, counts)
-    row_piece = _scan(counts)
-    m = int(row_piece[-1])
-    ps, pe, pk = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int32)
-    split_pieces(True, data, offsets, classes, *at, row_piece, ps, pe, pk, counts)
     porig = ps
     ias, iae = np.empty(data.shape[0], np.int64), np.empty(data.shape[0], np.int64)
     identity_alignments(data, ias, iae)
@@ -275,24 +282,17 @@ def normalize_rows_ids(norm, data, offsets, at, classes):
     if flags is None or not flags.any():
         return normalize_rows(norm, data, offsets, at, classes)[:4]
     n = offsets.shape[0] - 1
-    counts = np.empty(n, np.int64)
-    z64, z32 = np.zeros(1, np.int64), np.zeros(1, np.int32)
-    split_pieces(False, data, offsets, classes, *at, z64, z64, z64, z32, counts)
-    row_piece = _scan(counts)
-    m = int(row_piece[-1])
-    ps, pe, pk = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int32)
-    split_pieces(True, data, offsets, classes, *at, row_piece, ps, pe, pk, counts)
+    row_piece, ps, pe, pk = _pieces(data, offsets, at, classes)
     other = np.flatnonzero(flags == 0)
     row_sub = np.full(n, -1, np.int64)
     row_sub[other] = np.arange(other.shape[0])
     # (the same array types whether or not some rows are not ASCII: one compiled specialization)
+    z64 = np.zeros(1, np.int64)
     sub_text, sub_pb, sub_row_piece = _readonly(np.zeros(1, np.uint8)), z64, z64
-    if other.shape[0]:
-        sub_data, sub_off = gather_rows(data, offsets, other)
-        sub_text, sub_pb, _, sub_row_piece = normalize_rows(norm, _readonly(sub_data), _readonly(sub_off), at,
+    if other.shape[0]:  # (their alignments are computed and dropped: the passes have no ids-only mode)
+        sub_text, sub_pb, _, sub_row_piece = normalize_rows(norm, *gather_rows(data, offsets, other), at,
                                                             classes)[:4]
-        sub_text = _readonly(sub_text)
-    pb = np.zeros(m + 1, np.int64)
+    pb = np.zeros(ps.shape[0] + 1, np.int64)
     args = (data, ps, pe, pk, row_piece, row_sub, *amap, sub_text, sub_pb, sub_row_piece)
     merge_pieces(False, *args, pb, np.zeros(1, np.uint8))
     np.cumsum(pb, out=pb)
