@@ -17,6 +17,7 @@ text_piece = st.one_of(
     st.sampled_from(PIECES),
     st.text(st.characters(exclude_categories=("Cs",)), max_size=12),
     st.text(alphabet="ab1 ,'\n\t", max_size=20),
+    st.text(alphabet="aZ09 .,;'\"!?-_\t\n\x00\u00e9\u4e2d\u0301\u00a0", max_size=24),  # ASCII runs meeting others
     st.integers(1, 400).map(lambda n: "z" * n),
 )
 texts = st.lists(text_piece, max_size=16).map("".join)

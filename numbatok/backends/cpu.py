@@ -1,12 +1,13 @@
 """CPU drivers: the pipeline steps under @njit(parallel=True), one prange over rows or word chunks."""
 import numpy as np
 
-from .._numba import cpu_kernel, prange
+from .._numba import cpu_kernel, prange, prefetch
 from ..models.bpe import SMALL
 from ..pre_tokenizers import GPT2
+from ..pre_tokenizers.byte_level import A_ADDED, ascii_classes, ascii_word, match_end
 from ..normalizers.passes import identity_alignment, is_nf, nf_piece, normalize_piece
 from ..kernels.dedup import distinct_words, word_hashes
-from ..kernels.word_cache import KEY_BYTES, LONG_BYTES, hash_long, meta, meta_ids, pack_key, probe, probe_long
+from ..kernels.word_cache import KEY_BYTES, LONG_BYTES, MAX_IDS, cached_ids, hash_long, key_hash, meta, meta_ids, pack_key, probe, probe_long
 from ..pipeline import compact_word, piece_words, row_pieces, row_words, store_tokens, word_tokens
 
 _EMPTY_I64 = np.zeros(0, np.int64)
@@ -386,16 +387,26 @@ def encode(tok, b, want_spans):
 
 # ---- the ids-only fast path: one fused pass per chunk of rows, with the tokenizer's word cache ----
 
+BLOCK = 32  # words per block of the fused loop: their table lookups are prefetched together
+
+
 @cpu_kernel(parallel=True)
 def encode_ids_chunks(c_lo, c_hi, text, text_off, pb, pk, row_piece, normalized, chunk_row, chunk_cap, chunk_tab,
-                      pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first,
+                      pt_kind, pt_prefix, classes, asc, at_data, at_off, at_ids, at_flags, at_first,
                       tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
                       byte_ids, byte_fallback_ids, affix, params, rec, idata, kdata, local, out, row_ntok):
     """One prange iteration per chunk of rows c_lo..c_hi-1: pre-tokenize a row, then each word's ids come from the
     shared cache (`rec`/`idata`, read-only here), from the words this chunk already tokenized (its
     own table, local[chunk_tab[c]:chunk_tab[c + 1]]), or from the model. ids go to out[chunk_cap[c]:],
-    room for a chunk's worst case; the chunk tables are what `WordCache.add` takes in afterwards."""
+    room for a chunk's worst case; the chunk tables are what `WordCache.add` takes in afterwards.
+
+    Words go in blocks: the spans and keys of up to BLOCK words first (each word's slot in the shared
+    table prefetched), then their lookups. With `asc` (GPT-2 pattern, no normalizer, no prefix space)
+    a row without a possible added token is scanned here, ASCII runs keyed as they are read."""
     extra = params[1] + params[2] + 8
+    fused = asc.shape[0] == 256
+    rec_flat = rec.reshape(rec.shape[0] * 4)
+    rmask = np.uint64(rec.shape[0] - 1)
     for ci in prange(c_hi - c_lo):
         c = c_lo + ci
         r0 = chunk_row[c]
@@ -408,66 +419,121 @@ def encode_ids_chunks(c_lo, c_hi, text, text_off, pb, pk, row_piece, normalized,
         we = np.empty(wcap, np.int64)
         wv = np.empty(wcap, np.uint8)
         wk = np.empty(wcap, np.int32)
+        bs = np.empty(BLOCK, np.int64)
+        be = np.empty(BLOCK, np.int64)
+        bv = np.empty(BLOCK, np.uint8)
+        bkind = np.empty(BLOCK, np.int32)
+        bkey = np.empty((BLOCK, 3), np.uint64)
         scratch = SMALL + 2
         w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf = model_scratch(scratch, extra)
         tab = local[chunk_tab[c]:chunk_tab[c + 1]]
         room = tab.shape[0] // 2
         pos = chunk_cap[c]
         for r in range(r0, r1):
-            if normalized:
-                nw = piece_words(text, pb, pk, row_piece[r], row_piece[r + 1], pt_kind, pt_prefix, classes,
-                                 at_data, at_off, at_ids, at_flags, at_first, True, ws, we, wv, wk, 0)
-            else:
-                nw = row_words(text, text_off[r], text_off[r + 1], pt_kind, pt_prefix, classes, at_data, at_off,
-                               at_ids, at_flags, at_first, True, ws, we, wv, wk, 0)
+            a = text_off[r]
+            b = text_off[r + 1]
+            scan = fused
+            if scan and at_ids.shape[0] > 0:
+                for p in range(a, b):
+                    if asc[text[p]] & A_ADDED:
+                        scan = False
+                        break
+            nw = 0
+            if not scan:
+                if normalized:
+                    nw = piece_words(text, pb, pk, row_piece[r], row_piece[r + 1], pt_kind, pt_prefix, classes,
+                                     at_data, at_off, at_ids, at_flags, at_first, True, ws, we, wv, wk, 0)
+                else:
+                    nw = row_words(text, a, b, pt_kind, pt_prefix, classes, at_data, at_off,
+                                   at_ids, at_flags, at_first, True, ws, we, wv, wk, 0)
             start = pos
-            for i in range(nw):
-                if wk[i] >= 0:
-                    out[pos] = wk[i]
-                    pos += 1
-                    continue
-                s, e, v = ws[i], we[i], wv[i]
-                m = e - s + v
-                slot = np.int64(0)
-                if m <= LONG_BYTES:
-                    if m <= KEY_BYTES:
-                        h, k0, k1 = pack_key(text, s, e, v)
-                        g = probe(rec, h, k0, k1, m)
-                    else:  # a long key is the word itself: (position in text, virtual space)
-                        h, k0, k1 = hash_long(text, s, e, v), np.uint64(s), np.uint64(v)
-                        g = probe_long(rec, h, m, text, s, v, kdata)
-                    if g >= 0:
-                        k, p0 = meta_ids(rec[g, 3])
-                        for q in range(k):
-                            out[pos + q] = idata[p0 + q]
-                        pos += k
-                        continue
-                    if m <= KEY_BYTES:
-                        slot = probe(tab, h, k0, k1, m)
+            i = 0
+            p = a
+            while True:
+                n = 0
+                while n < BLOCK:
+                    j = 0
+                    k0 = np.uint64(0)
+                    k1 = np.uint64(0)
+                    if scan:
+                        if p >= b:
+                            break
+                        s = p
+                        v = 0
+                        kind = -1
+                        e, j, k0, k1 = ascii_word(text, p, b, asc)
+                        if e < 0:
+                            e = match_end(text, p, a, b, 0, classes)
+                            j = 0
+                        p = e
                     else:
-                        slot = probe_long(tab, h, m, text, s, v, text)
-                    if slot >= 0:
-                        k, p0 = meta_ids(tab[slot, 3])
-                        for q in range(k):
-                            out[pos + q] = out[p0 + q]
-                        pos += k
+                        if i >= nw:
+                            break
+                        s, e, v, kind = ws[i], we[i], wv[i], wk[i]
+                        i += 1
+                    m = e - s + v
+                    h = np.uint64(0)
+                    if kind < 0 and m <= LONG_BYTES:
+                        if j > 0 and m <= KEY_BYTES:
+                            h = key_hash(k0, k1, m)
+                        elif m <= KEY_BYTES:
+                            h, k0, k1 = pack_key(text, s, e, v)
+                        else:  # a long key is the word itself: (position in text, virtual space)
+                            h, k0, k1 = hash_long(text, s, e, v), np.uint64(s), np.uint64(v)
+                        prefetch(rec_flat, 4 * np.int64(h & rmask))
+                    bs[n] = s
+                    be[n] = e
+                    bv[n] = v
+                    bkind[n] = kind
+                    bkey[n, 0] = h
+                    bkey[n, 1] = k0
+                    bkey[n, 2] = k1
+                    n += 1
+                if n == 0:
+                    break
+                for t in range(n):
+                    if bkind[t] >= 0:
+                        out[pos] = bkind[t]
+                        pos += 1
                         continue
-                if m + 1 > scratch:
-                    scratch = 2 * m + 2
-                    w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf = model_scratch(scratch, extra)
-                k = word_tokens(text, s, e, v, -1, tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
-                                byte_ids, byte_fallback_ids, affix, params,
-                                w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf)
-                for q in range(k):
-                    out[pos + q] = sym_id[q]
-                if m <= LONG_BYTES and room > 0 and k < 256:
-                    slot = -slot - 1
-                    tab[slot, 1] = k0
-                    tab[slot, 2] = k1
-                    tab[slot, 3] = meta(m, k, pos)
-                    tab[slot, 0] = h
-                    room -= 1
-                pos += k
+                    s, e, v, h, k0, k1 = bs[t], be[t], bv[t], bkey[t, 0], bkey[t, 1], bkey[t, 2]
+                    m = e - s + v
+                    slot = np.int64(0)
+                    if m <= LONG_BYTES:
+                        if m <= KEY_BYTES:
+                            g = probe(rec, h, k0, k1, m)
+                        else:
+                            g = probe_long(rec, h, m, text, s, v, kdata)
+                        if g >= 0:
+                            pos += cached_ids(rec[g, 3], idata, out, pos)
+                            continue
+                        if m <= KEY_BYTES:
+                            slot = probe(tab, h, k0, k1, m)
+                        else:
+                            slot = probe_long(tab, h, m, text, s, v, text)
+                        if slot >= 0:
+                            k, p0 = meta_ids(tab[slot, 3])
+                            for q in range(k):
+                                out[pos + q] = out[p0 + q]
+                            pos += k
+                            continue
+                    if m + 1 > scratch:
+                        scratch = 2 * m + 2
+                        w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf = model_scratch(scratch,
+                                                                                                       extra)
+                    k = word_tokens(text, s, e, v, -1, tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
+                                    byte_ids, byte_fallback_ids, affix, params,
+                                    w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf)
+                    for q in range(k):
+                        out[pos + q] = sym_id[q]
+                    if m <= LONG_BYTES and room > 0 and k <= MAX_IDS:
+                        slot = -slot - 1
+                        tab[slot, 1] = k0
+                        tab[slot, 2] = k1
+                        tab[slot, 3] = meta(m, k, pos)
+                        tab[slot, 0] = h
+                        room -= 1
+                    pos += k
             row_ntok[r] = pos - start
 
 
@@ -564,6 +630,8 @@ def encode_ids(tok, b, segment=True):
     out = np.empty(int(chunk_cap[-1]), np.int32)
     row_ntok = np.zeros(n, np.int64)
     cache = tok._word_cache
+    scan = tok._norm is None and pt.prog[0] == 1 and pt.prog[1] == GPT2 and not pt.add_prefix_space
+    asc = ascii_classes(tok._classes, at[4]) if scan else np.zeros(1, np.uint8)
     # Waves of 1, 2, then the rest of the chunks per thread: the first waves fill the shared cache
     # with the frequent words, so later chunks do not each run the model on them again.
     n_chunks = len(chunk_row) - 1
@@ -573,7 +641,7 @@ def encode_ids(tok, b, segment=True):
         rec, idata, kdata = cache.snapshot()
         try:
             encode_ids_chunks(lo, hi, text, text_off, pb, pk, row_piece, tok._norm is not None, chunk_row,
-                              chunk_cap, chunk_tab, pt.prog, pt.add_prefix_space, tok._classes, *at,
+                              chunk_cap, chunk_tab, pt.prog, pt.add_prefix_space, tok._classes, asc, *at,
                               *tok._model.arrays(), rec, idata, kdata, local, out, row_ntok)
         finally:
             cache.release()

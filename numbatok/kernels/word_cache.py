@@ -9,6 +9,7 @@ packed into two uint64 in the record itself, so a probe reads one 32-byte record
 keys exactly: no collision can hand a word another word's ids, and nothing else is touched until
 the ids are copied. Record (uint64 x 4, hash 0 = empty):
     hash | 1,  key bytes 0-7,  key bytes 8-15,  length | n_ids << 8 | ids offset << 16
+(in the shared table, a word of one or two ids holds them in place of the offset, with bit 15 set)
 Longer words, up to LONG_BYTES (CJK runs and code identifiers are often longer than 16 bytes), keep
 their bytes outside the record and are compared byte by byte once hash and length match:
     hash | 1,  key bytes offset,  virtual space flag,  length | n_ids << 8 | ids offset << 16
@@ -24,6 +25,9 @@ from .._numba import cpu_kernel, jitable
 
 KEY_BYTES = 16
 LONG_BYTES = 255
+MAX_IDS = 127                 # words of more ids are not cached
+INLINE = np.uint64(1 << 15)   # flag: the record holds its one or two ids (under 2**24 each) itself
+ID_MASK = np.uint64((1 << 24) - 1)
 
 
 @jitable
@@ -41,11 +45,17 @@ def pack_key(data, s, e, virt):
         else:
             k1 |= np.uint64(data[i]) << np.uint64(8 * (j - 8))
         j += 1
-    h = (k0 * np.uint64(0x9E3779B97F4A7C15)) ^ (k1 * np.uint64(0xC2B2AE3D27D4EB4F)) ^ np.uint64(j)
+    return key_hash(k0, k1, j), k0, k1
+
+
+@jitable
+def key_hash(k0, k1, m):
+    """Hash of a packed key of m bytes (never 0: 0 marks an empty slot)."""
+    h = (k0 * np.uint64(0x9E3779B97F4A7C15)) ^ (k1 * np.uint64(0xC2B2AE3D27D4EB4F)) ^ np.uint64(m)
     h ^= h >> np.uint64(29)
     h *= np.uint64(0xBF58476D1CE4E5B9)
     h ^= h >> np.uint64(32)
-    return h | np.uint64(1), k0, k1
+    return h | np.uint64(1)
 
 
 @jitable
@@ -110,8 +120,24 @@ def meta(m, n_ids, off):
 
 @jitable
 def meta_ids(v):
-    """(n_ids, ids offset) of a record's last word."""
-    return np.int64((v >> np.uint64(8)) & np.uint64(255)), np.int64(v >> np.uint64(16))
+    """(n_ids, ids offset) of a record's last word (a record without inline ids)."""
+    return np.int64((v >> np.uint64(8)) & np.uint64(127)), np.int64(v >> np.uint64(16))
+
+
+@jitable
+def cached_ids(v, idata, out, pos):
+    """Writes the ids of a shared-table record's last word `v` at out[pos:]; returns how many. One or
+    two ids are kept in the record itself: most words of prose, read without touching `idata`."""
+    k = np.int64((v >> np.uint64(8)) & np.uint64(127))
+    if v & INLINE:
+        out[pos] = np.int32((v >> np.uint64(16)) & ID_MASK)
+        if k == 2:
+            out[pos + 1] = np.int32(v >> np.uint64(40))
+        return k
+    p0 = np.int64(v >> np.uint64(16))
+    for q in range(k):
+        out[pos + q] = idata[p0 + q]
+    return k
 
 
 @cpu_kernel
@@ -144,8 +170,15 @@ def insert_new(local, out, text, rec, idata, kdata, state):
         if 2 * (n + 1) > rec.shape[0] or ni + k > idata.shape[0] or (long and nk + m > kdata.shape[0]):
             left += 1
             continue
-        for q in range(k):
-            idata[ni + q] = out[p + q]
+        inline = k <= 2 and out[p] < (1 << 24) and out[p + k - 1] < (1 << 24)
+        if inline:
+            ids = np.uint64(out[p]) | (np.uint64(out[p + 1]) << np.uint64(24) if k == 2 else np.uint64(0))
+            v = np.uint64(m) | ((np.uint64(k) | np.uint64(128)) << np.uint64(8)) | (ids << np.uint64(16))
+        else:
+            for q in range(k):
+                idata[ni + q] = out[p + q]
+            v = meta(m, k, ni)
+            ni += k
         if long:  # the key's model-space bytes, virtual space included
             s = np.int64(k0)
             if k1:
@@ -158,9 +191,8 @@ def insert_new(local, out, text, rec, idata, kdata, state):
         slot = -slot - 1
         rec[slot, 1] = k0
         rec[slot, 2] = k1
-        rec[slot, 3] = meta(m, k, ni)
+        rec[slot, 3] = v
         rec[slot, 0] = h  # last: a concurrent reader never sees a half-written record
-        ni += k
         n += 1
     state[0] = n
     state[1] = ni

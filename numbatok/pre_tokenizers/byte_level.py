@@ -9,6 +9,8 @@ vocabulary by the bytes each token stands for, which is the same bijection witho
 
 Left out: `add_prefix_space` is a virtual leading space (a flag on the word), never a copy.
 """
+import numpy as np
+
 from ..kernels.utf8 import decode
 from ..unicode_tables import L, N, S
 from .._numba import jitable
@@ -102,3 +104,65 @@ def match_end(data, p, a, b, virt, classes):
         last = q
         q += n1
     return q
+
+
+# The fused CPU loop's ASCII table (`ascii_classes`): low bits, the run a byte continues (0: the first
+# byte of a multi-byte character); flags for the bytes it leaves to `match_end` or to the row's
+# general path.
+RUN_WS = 4
+A_GENERAL = 8    # apostrophe (contractions), whitespace other than ' ', non-ASCII: match_end starts the word
+A_ADDED = 16     # may start an added token: the row takes the general path (added-token split first)
+
+
+def ascii_classes(classes, at_first):
+    """The 256-entry table `ascii_word` reads, for character classes `classes` and the added tokens'
+    first-byte bitmap `at_first`."""
+    k = classes[:128] & (L | N | S)
+    t = np.full(256, A_GENERAL, np.uint8)
+    t[:128] = np.select([k == L, k == N, k == S], [1, 2, RUN_WS], 3)
+    t[39] |= A_GENERAL
+    t[:128][(k == S) & (np.arange(128) != 32)] |= A_GENERAL
+    t[(at_first[0] | at_first[1]) != 0] |= A_ADDED
+    return t
+
+
+@jitable
+def ascii_word(data, p, b, asc):
+    """The pre-token at p when `match_end` would give an all-ASCII letter, number or other run (with
+    its optional leading space), read with one table lookup per byte: (end, length, k0, k1), its
+    first 16 bytes packed as the word cache's `pack_key` packs them. end = -1: ask `match_end`."""
+    k0 = np.uint64(0)
+    k1 = np.uint64(0)
+    x = data[p]
+    cx = asc[x]
+    if cx & A_GENERAL:
+        return -1, 0, k0, k1
+    q = p + 1
+    want = cx & 7
+    if x == 32:
+        if q >= b:
+            return -1, 0, k0, k1
+        y = data[q]
+        want = asc[y]
+        if (want & A_GENERAL) or (want & 7) == RUN_WS:
+            return -1, 0, k0, k1
+        want &= 7
+        k0 = np.uint64(32) | (np.uint64(y) << np.uint64(8))
+        q += 1
+    else:
+        k0 = np.uint64(x)
+    j = q - p
+    while q < b:
+        y = data[q]
+        cy = asc[y] & 7
+        if cy != want:
+            if cy == 0:
+                return -1, 0, k0, k1  # a multi-byte character next: it may continue the run
+            break
+        if j < 8:
+            k0 |= np.uint64(y) << np.uint64(8 * j)
+        elif j < 16:
+            k1 |= np.uint64(y) << np.uint64(8 * (j - 8))
+        j += 1
+        q += 1
+    return q, j, k0, k1
