@@ -24,6 +24,9 @@ def _check(tok, ref, batch):
     assert_same_encodings(tok.encode_batch(batch, add_special_tokens=False),
                           ref.encode_batch(batch, add_special_tokens=False), batch)
     ids = [e.ids for e in ref.encode_batch(batch)]
+    assert tok.encode_ragged(batch).to_list() == ids  # the fast path
+    assert tok.encode_ragged(batch, add_special_tokens=False).to_list() == \
+        [e.ids for e in ref.encode_batch(batch, add_special_tokens=False)]
     assert tok.decode_batch(ids) == ref.decode_batch(ids)
     assert tok.decode_batch(ids, skip_special_tokens=False) == ref.decode_batch(ids, skip_special_tokens=False)
 

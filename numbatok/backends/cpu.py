@@ -4,7 +4,7 @@ import numpy as np
 from .._numba import cpu_kernel, prange, prefetch
 from ..models.bpe import SMALL
 from ..pre_tokenizers import GPT2
-from ..pre_tokenizers.byte_level import A_ADDED, ascii_classes, ascii_word, match_end
+from ..pre_tokenizers.byte_level import added_first_bytes, ascii_classes, ascii_word, match_end, may_start_added
 from ..normalizers.passes import identity_alignment, is_nf, nf_piece, normalize_piece
 from ..kernels.dedup import distinct_words, word_hashes
 from ..kernels.word_cache import KEY_BYTES, LONG_BYTES, MAX_IDS, cached_ids, hash_long, key_hash, meta, meta_ids, pack_key, probe, probe_long
@@ -392,7 +392,7 @@ BLOCK = 32  # words per block of the fused loop: their table lookups are prefetc
 
 @cpu_kernel(parallel=True)
 def encode_ids_chunks(c_lo, c_hi, text, text_off, pb, pk, row_piece, normalized, chunk_row, chunk_cap, chunk_tab,
-                      pt_kind, pt_prefix, classes, asc, at_data, at_off, at_ids, at_flags, at_first,
+                      pt_kind, pt_prefix, classes, asc, first4, at_data, at_off, at_ids, at_flags, at_first,
                       tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
                       byte_ids, byte_fallback_ids, affix, params, rec, idata, kdata, local, out, row_ntok):
     """One prange iteration per chunk of rows c_lo..c_hi-1: pre-tokenize a row, then each word's ids come from the
@@ -432,12 +432,7 @@ def encode_ids_chunks(c_lo, c_hi, text, text_off, pb, pk, row_piece, normalized,
         for r in range(r0, r1):
             a = text_off[r]
             b = text_off[r + 1]
-            scan = fused
-            if scan and at_ids.shape[0] > 0:
-                for p in range(a, b):
-                    if asc[text[p]] & A_ADDED:
-                        scan = False
-                        break
+            scan = fused and not may_start_added(text, a, b, first4, asc)
             nw = 0
             if not scan:
                 if normalized:
@@ -632,6 +627,7 @@ def encode_ids(tok, b, segment=True):
     cache = tok._word_cache
     scan = tok._norm is None and pt.prog[0] == 1 and pt.prog[1] == GPT2 and not pt.add_prefix_space
     asc = ascii_classes(tok._classes, at[4]) if scan else np.zeros(1, np.uint8)
+    first4 = added_first_bytes(at[4])
     # Waves of 1, 2, then the rest of the chunks per thread: the first waves fill the shared cache
     # with the frequent words, so later chunks do not each run the model on them again.
     n_chunks = len(chunk_row) - 1
@@ -641,7 +637,7 @@ def encode_ids(tok, b, segment=True):
         rec, idata, kdata = cache.snapshot()
         try:
             encode_ids_chunks(lo, hi, text, text_off, pb, pk, row_piece, tok._norm is not None, chunk_row,
-                              chunk_cap, chunk_tab, pt.prog, pt.add_prefix_space, tok._classes, asc, *at,
+                              chunk_cap, chunk_tab, pt.prog, pt.add_prefix_space, tok._classes, asc, first4, *at,
                               *tok._model.arrays(), rec, idata, kdata, local, out, row_ntok)
         finally:
             cache.release()
