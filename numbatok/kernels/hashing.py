@@ -50,8 +50,18 @@ def bytes_lookup(slots, tok_data, tok_offsets, key, s, e):
 @jitable
 def pair_value(table, key):
     """Value stored for `key` in a pair table, or -1."""
-    mask = table.shape[0] - 1
     h = (np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)
+    if table.shape[1] == 4:  # compact: four 8-byte records per row
+        mask = table.shape[0] * 4 - 1
+        i = np.int64(h & np.uint64(mask))
+        while True:
+            r = table[i >> 2, i & 3]
+            if r == -1:
+                return np.int64(-1)
+            if (r >> 32) & 0xFFFFFFFF == key:
+                return r & 0xFFFFFFFF
+            i = (i + 1) & mask
+    mask = table.shape[0] - 1
     i = np.int64(h & np.uint64(mask))
     while True:
         k = table[i, 0]
@@ -71,13 +81,23 @@ def build_bytes_table(tok_data, tok_offsets, ids):
     return slots
 
 
-def build_pair_table(keys, values):
+def build_pair_table(keys, values, compact=False):
     """(slots, 2) int64 records [key, value] for non-negative int64 keys and values; the last of
-    equal keys wins (as a repeated merge in the reference's merge map)."""
+    equal keys wins (as a repeated merge in the reference's merge map).
+
+    compact (keys under 2**32 - 1, values under 2**32): 8-byte records key << 32 | value, four per
+    row of a (slots / 4, 4) array, which `pair_value` tells by its shape. Half the bytes: more of the
+    table stays in cache while a word merges."""
     n = max(len(keys), 1)
     size = 1 << int(np.ceil(np.log2(n * 2 + 1)))
+    keys, values = np.asarray(keys, np.int64), np.asarray(values, np.int64)
+    if compact:
+        size = max(size, 4)
+        table = np.full((size // 4, 4), -1, dtype=np.int64)
+        _fill_compact(table.reshape(-1), keys, values)
+        return table
     table = np.full((size, 2), -1, dtype=np.int64)
-    _fill_pairs(table, np.asarray(keys, np.int64), np.asarray(values, np.int64))
+    _fill_pairs(table, keys, values)
     return table
 
 
@@ -109,3 +129,15 @@ def _fill_pairs(table, keys, values):
             i = (i + 1) & mask
         table[i, 0] = key
         table[i, 1] = values[j]
+
+
+@cpu_kernel
+def _fill_compact(flat, keys, values):
+    mask = flat.shape[0] - 1
+    for j in range(keys.shape[0]):
+        key = keys[j]
+        h = (np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)
+        i = np.int64(h & np.uint64(mask))
+        while flat[i] != -1 and (flat[i] >> 32) & 0xFFFFFFFF != key:
+            i = (i + 1) & mask
+        flat[i] = (key << 32) | values[j]

@@ -114,6 +114,8 @@ def _rank(merges, n_ids, left, right):
     v = pair_value(merges, np.int64(left) * n_ids + right)
     if v < 0:
         return np.int64(2147483647), np.int64(-1)
+    if merges.shape[1] == 4:
+        return v >> 16, v & 0xFFFF
     return v >> 32, v & 0xFFFFFFFF
 
 

@@ -2,7 +2,8 @@
 
   tok_data/tok_offsets   bytes each id stands for (model space: raw bytes for byte-level vocabularies)
   vocab_slots            bytes -> id open-addressing table over those bytes
-  merges                 (left id * n_ids + right id) -> rank << 32 | merged id   (BPE)
+  merges                 (left id * n_ids + right id) -> rank << 32 | merged id   (BPE; rank << 16
+                         in the compact table of a vocabulary under 65,536 ids, see build_pair_table)
   byte_pairs[65536]      the same value for the pair of single-byte tokens (a, b) at a * 256 + b,
                          -1 when they never merge (byte-level BPE: a word's first ranks without
                          hashing; flag bit 4). One entry otherwise
@@ -40,7 +41,10 @@ class ModelTables:
         self.vocab_slots = build_bytes_table(self.tok_data, self.tok_offsets, ids)
         m = np.asarray(merges, dtype=np.int64).reshape(-1, 3)
         keys = m[:, 0] * self.n_ids + m[:, 1]
-        self.merges = build_pair_table(keys, (np.arange(len(m), dtype=np.int64) << 32) | m[:, 2])
+        # 8-byte records when ranks and ids fit 16 bits each (gpt2, roberta: 50k merges)
+        compact = self.n_ids < 65536 and len(m) <= 65536
+        ranks = np.arange(len(m), dtype=np.int64) << (16 if compact else 32)
+        self.merges = build_pair_table(keys, ranks | m[:, 2], compact)
         self.byte_ids = np.full(256, -1, dtype=np.int32)
         for i, b in enumerate(id_bytes):
             if b is not None and len(b) == 1 and self.byte_ids[b[0]] < 0:
