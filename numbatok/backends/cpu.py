@@ -1,4 +1,6 @@
 """CPU drivers: the pipeline steps under @njit(parallel=True), one prange over rows or word chunks."""
+import functools
+
 import numpy as np
 
 from .._numba import cpu_kernel, prange, prefetch
@@ -8,6 +10,7 @@ from ..pre_tokenizers.byte_level import added_first_bytes, ascii_classes, ascii_
 from ..normalizers.passes import identity_alignment, is_nf, nf_piece, normalize_piece
 from ..kernels.dedup import distinct_words, word_hashes
 from ..kernels.word_cache import KEY_BYTES, LONG_BYTES, MAX_IDS, cached_ids, hash_long, key_hash, meta, meta_ids, pack_key, probe, probe_long
+from .. import unicode_tables
 from ..pipeline import compact_word, piece_words, row_pieces, row_words, store_tokens, word_tokens
 
 _EMPTY_I64 = np.zeros(0, np.int64)
@@ -542,6 +545,15 @@ def gather_chunks(out, chunk_cap, chunk_row, row_off, ids):
             ids[a + q] = out[p + q]
 
 
+@functools.lru_cache(maxsize=64)
+def _scan_tables(at_first):
+    """The fused loop's ASCII table and the added tokens' first bytes, for the added-token bitmap
+    `at_first` (as bytes): computed once per tokenizer, not per call (a batch of one is ~0.2 ms)."""
+    at_first = np.frombuffer(at_first, np.uint8).reshape(2, 256)
+    asc, first4 = ascii_classes(unicode_tables.load(), at_first), added_first_bytes(at_first)
+    return _readonly(asc), _readonly(first4)  # shared by every call
+
+
 def _pow2(x):
     return np.left_shift(1, np.ceil(np.log2(np.maximum(x, 2))).astype(np.int64))
 
@@ -626,8 +638,9 @@ def encode_ids(tok, b, segment=True):
     row_ntok = np.zeros(n, np.int64)
     cache = tok._word_cache
     scan = tok._norm is None and pt.prog[0] == 1 and pt.prog[1] == GPT2 and not pt.add_prefix_space
-    asc = ascii_classes(tok._classes, at[4]) if scan else np.zeros(1, np.uint8)
-    first4 = added_first_bytes(at[4])
+    asc, first4 = _scan_tables(at[4].tobytes())
+    if not scan:
+        asc = asc[:1]
     # Waves of 1, 2, then the rest of the chunks per thread: the first waves fill the shared cache
     # with the frequent words, so later chunks do not each run the model on them again.
     n_chunks = len(chunk_row) - 1
