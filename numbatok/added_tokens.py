@@ -117,3 +117,30 @@ def find_next(data, pos, a, b, start_offset, which, classes, at_data, at_off, at
             stop, _ = skip_forward(data, stop, b, classes, SPACE)
         return t, start, stop, resume
     return -1, b, b, b
+
+
+def first_bytes(first):
+    """For `may_start`: the bytes some token starts with (`first`, a 256-entry bitmap), as four
+    (repeated); none when no token; one placeholder byte when more than four (then `may_start`
+    reads its table)."""
+    f = np.flatnonzero(first != 0).astype(np.uint8)
+    return np.resize(f, 4) if 0 < f.shape[0] <= 4 else f[:0] if f.shape[0] == 0 else np.zeros(1, np.uint8)
+
+
+@jitable
+def may_start(data, a, b, first4, table, flag):
+    """Whether bytes [a, b) hold a byte some added token starts with: a compare per byte that the
+    compiler vectorizes when `first4` holds them (else a lookup of `table[x] & flag` per byte). Most
+    rows have none, and then skip the token search."""
+    if first4.shape[0] == 0:
+        return False
+    if first4.shape[0] == 4:
+        c0, c1, c2, c3 = first4[0], first4[1], first4[2], first4[3]
+        n = 0
+        for x in data[a:b]:
+            n += (x == c0) | (x == c1) | (x == c2) | (x == c3)
+        return n > 0
+    for x in data[a:b]:
+        if table[x] & flag:
+            return True
+    return False

@@ -6,7 +6,8 @@ import numpy as np
 from .._numba import cpu_kernel, prange, prefetch
 from ..models.bpe import SMALL
 from ..pre_tokenizers import GPT2
-from ..pre_tokenizers.byte_level import added_first_bytes, ascii_classes, ascii_word, match_end, may_start_added
+from ..added_tokens import first_bytes, may_start
+from ..pre_tokenizers.byte_level import A_ADDED, ascii_classes, ascii_word, match_end
 from ..normalizers.passes import identity_alignment, is_nf, nf_piece, normalize_piece
 from ..kernels.dedup import distinct_words, word_hashes
 from ..kernels.word_cache import KEY_BYTES, LONG_BYTES, MAX_IDS, cached_ids, hash_long, key_hash, meta, meta_ids, pack_key, probe, probe_long
@@ -77,13 +78,26 @@ def compact(data, ws, we, wv, wk, word_row, offsets, cap_off, cap_ids, cap_st, c
 
 
 @cpu_kernel(parallel=True)
-def split_pieces(write, data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, row_off, ps, pe, pk,
-                 counts):
-    """Per row: its pieces after the raw-text added tokens (count, or write at row_off[r])."""
+def split_pieces(write, data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4, row_off, ps, pe,
+                 pk, counts):
+    """Per row: its pieces after the raw-text added tokens (count, or write at row_off[r]); `first4`:
+    the raw-text tokens' first bytes (`first_bytes`)."""
+    raw_first = at_first[0]
     for r in prange(offsets.shape[0] - 1):
+        a = offsets[r]
+        b = offsets[r + 1]
         k0 = row_off[r] if write else 0
-        counts[r] = row_pieces(data, offsets[r], offsets[r + 1], classes, at_data, at_off, at_ids, at_flags,
-                               at_first, write, ps, pe, pk, k0) - k0
+        if may_start(data, a, b, first4, raw_first, 1):
+            counts[r] = row_pieces(data, a, b, classes, at_data, at_off, at_ids, at_flags, at_first, write, ps, pe,
+                                   pk, k0) - k0
+        elif a < b:  # the whole row is one text piece
+            if write:
+                ps[k0] = a
+                pe[k0] = b
+                pk[k0] = -1
+            counts[r] = 1
+        else:
+            counts[r] = 0
 
 
 @cpu_kernel(parallel=True)
@@ -173,11 +187,12 @@ def _pieces(data, offsets, at, classes):
     """The pieces of every row around the raw-text added tokens: (row_piece, ps, pe, pk)."""
     counts = np.empty(offsets.shape[0] - 1, np.int64)
     z64, z32 = np.zeros(1, np.int64), np.zeros(1, np.int32)
-    split_pieces(False, data, offsets, classes, *at, z64, z64, z64, z32, counts)
+    first4 = _readonly(first_bytes(at[4][0]))
+    split_pieces(False, data, offsets, classes, *at, first4, z64, z64, z64, z32, counts)
     row_piece = _scan(counts)
     m = int(row_piece[-1])
     ps, pe, pk = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int32)
-    split_pieces(True, data, offsets, classes, *at, row_piece, ps, pe, pk, counts)
+    split_pieces(True, data, offsets, classes, *at, first4, row_piece, ps, pe, pk, counts)
     return row_piece, ps, pe, pk
 
 
@@ -435,7 +450,7 @@ def encode_ids_chunks(c_lo, c_hi, text, text_off, pb, pk, row_piece, normalized,
         for r in range(r0, r1):
             a = text_off[r]
             b = text_off[r + 1]
-            scan = fused and not may_start_added(text, a, b, first4, asc)
+            scan = fused and not may_start(text, a, b, first4, asc, A_ADDED)
             nw = 0
             if not scan:
                 if normalized:
@@ -550,7 +565,7 @@ def _scan_tables(at_first):
     """The fused loop's ASCII table and the added tokens' first bytes, for the added-token bitmap
     `at_first` (as bytes): computed once per tokenizer, not per call (a batch of one is ~0.2 ms)."""
     at_first = np.frombuffer(at_first, np.uint8).reshape(2, 256)
-    asc, first4 = ascii_classes(unicode_tables.load(), at_first), added_first_bytes(at_first)
+    asc, first4 = ascii_classes(unicode_tables.load(), at_first), first_bytes(at_first[0] | at_first[1])
     return _readonly(asc), _readonly(first4)  # shared by every call
 
 

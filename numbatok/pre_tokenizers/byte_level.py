@@ -126,30 +126,6 @@ def ascii_classes(classes, at_first):
     return t
 
 
-def added_first_bytes(at_first):
-    """For `may_start_added`: the bytes added tokens start with, as four (repeated); no bytes when
-    there is no added token; one placeholder byte when there are more than four (then the table
-    flags them)."""
-    f = np.flatnonzero((at_first[0] | at_first[1]) != 0).astype(np.uint8)
-    return np.resize(f, 4) if 0 < f.shape[0] <= 4 else f[:0] if f.shape[0] == 0 else np.zeros(1, np.uint8)
-
-
-@jitable
-def may_start_added(data, a, b, first4, asc):
-    """Whether bytes [a, b) hold a byte that some added token starts with: a compare per byte that
-    the compiler vectorizes when `first4` holds them (else one table lookup per byte)."""
-    if first4.shape[0] == 0:
-        return False
-    if first4.shape[0] == 4:
-        c0, c1, c2, c3 = first4[0], first4[1], first4[2], first4[3]
-        n = 0
-        for x in data[a:b]:
-            n += (x == c0) | (x == c1) | (x == c2) | (x == c3)
-        return n > 0
-    for x in data[a:b]:
-        if asc[x] & A_ADDED:
-            return True
-    return False
 
 
 @jitable
