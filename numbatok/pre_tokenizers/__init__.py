@@ -8,7 +8,8 @@ point the row kernels call; a new pre-tokenizer adds a kind here and a module be
 """
 from .._numba import jitable
 from . import byte_level
-from .splitting import next_split
+from ..kernels.utf8 import decode
+from .splitting import ISOLATED, REMOVED, next_split
 
 WHOLE = 0        # no pre-tokenizer, or ByteLevel(use_regex=False): the piece is one word
 GPT2 = 1         # ByteLevel(use_regex=True)
@@ -50,6 +51,8 @@ def _split_stages(data, a, b, prog, classes, write, ws, we, wv, wk, k):
     # Up to MAX_STAGES nested SPLIT stages, written out (kernels cannot recurse).
     n = prog[0]
     m1, b1 = prog[2] & 0xFF, prog[2] >> 8
+    if n == 2 and b1 == REMOVED and (prog[4] >> 8) == ISOLATED:
+        return _removed_isolated(data, a, b, m1, prog[4] & 0xFF, classes, write, ws, we, wv, wk, k)
     p1 = a
     while True:
         s1, e1 = next_split(data, p1, b, m1, b1, classes)
@@ -77,4 +80,36 @@ def _split_stages(data, a, b, prog, classes, write, ws, we, wv, wk, k):
                     break
                 p3 = e3
                 k = _emit(write, ws, we, wv, wk, k, s3, e3, 0)
+    return k
+
+
+@jitable
+def _removed_isolated(data, a, b, m1, m2, classes, write, ws, we, wv, wk, k):
+    # The two stages of BertPreTokenizer (whitespace removed, then punctuation isolated) as one walk:
+    # the same words as the nested loops, one class lookup per character.
+    p = a
+    while p < b:
+        c, n = decode(data, p)
+        cl = classes[c]
+        if cl & m1:
+            p += n
+            continue
+        if cl & m2:
+            k = _emit(write, ws, we, wv, wk, k, p, p + n, 0)
+            p += n
+            continue
+        q = p + n
+        while q < b:
+            x = data[q]
+            if x < 128:
+                if classes[x] & (m1 | m2):
+                    break
+                q += 1
+            else:
+                c, n = decode(data, q)
+                if classes[c] & (m1 | m2):
+                    break
+                q += n
+        k = _emit(write, ws, we, wv, wk, k, p, q, 0)
+        p = q
     return k
