@@ -89,15 +89,11 @@ def build_pair_table(keys, values, compact=False):
     row of a (slots / 4, 4) array, which `pair_value` tells by its shape. Half the bytes: more of the
     table stays in cache while a word merges."""
     n = max(len(keys), 1)
-    size = 1 << int(np.ceil(np.log2(n * 2 + 1)))
-    keys, values = np.asarray(keys, np.int64), np.asarray(values, np.int64)
-    if compact:
-        size = max(size, 4)
-        table = np.full((size // 4, 4), -1, dtype=np.int64)
-        _fill_compact(table.reshape(-1), keys, values)
-        return table
+    size = 1 << int(np.ceil(np.log2(n * 2 + 1)))  # (at least 4)
     table = np.full((size, 2), -1, dtype=np.int64)
-    _fill_pairs(table, keys, values)
+    _fill_pairs(table, np.asarray(keys, np.int64), np.asarray(values, np.int64))
+    if compact:  # the same slots, each record packed into 8 bytes (empty stays -1)
+        return np.where(table[:, 0] >= 0, (table[:, 0] << 32) | table[:, 1], -1).reshape(size // 4, 4)
     return table
 
 
@@ -130,14 +126,3 @@ def _fill_pairs(table, keys, values):
         table[i, 0] = key
         table[i, 1] = values[j]
 
-
-@cpu_kernel
-def _fill_compact(flat, keys, values):
-    mask = flat.shape[0] - 1
-    for j in range(keys.shape[0]):
-        key = keys[j]
-        h = (np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)
-        i = np.int64(h & np.uint64(mask))
-        while flat[i] != -1 and (flat[i] >> 32) & 0xFFFFFFFF != key:
-            i = (i + 1) & mask
-        flat[i] = (key << 32) | values[j]
