@@ -21,7 +21,7 @@ import threading
 
 import numpy as np
 
-from .._numba import cpu_kernel, jitable
+from .._numba import cpu_kernel, jitable, prange
 
 KEY_BYTES = 16
 LONG_BYTES = 255
@@ -200,6 +200,23 @@ def insert_new(local, out, text, rec, idata, kdata, state):
     return left
 
 
+@cpu_kernel(parallel=True)
+def pending(local):
+    """At most how many words, ids and long-key bytes `insert_new` may add from `local` (words that
+    other chunks also found are counted once per chunk)."""
+    n = 0
+    ids = 0
+    kb = 0
+    for j in prange(local.shape[0]):
+        if local[j, 0] != 0:
+            v = local[j, 3]
+            m = np.int64(v & np.uint64(255))
+            n += 1
+            ids += np.int64((v >> np.uint64(8)) & np.uint64(127))
+            kb += m if m > KEY_BYTES else 0
+    return n, ids, kb
+
+
 @cpu_kernel
 def _rehash(old, rec):
     for j in range(old.shape[0]):
@@ -244,8 +261,12 @@ class WordCache:
         with self.lock:
             if self.readers:  # another call is reading these records: write a copy
                 self.rec = self.rec.copy()
-            while insert_new(local, out, text, self.rec, self.idata, self.kdata, self.state):
-                self._grow()
+            n, ids, kb = pending(local)
+            self._reserve(n, ids, kb)  # one resize for the whole wave, not a doubling at a time
+            left = insert_new(local, out, text, self.rec, self.idata, self.kdata, self.state)
+            while left:  # (not expected: `pending` is an upper bound)
+                self._reserve(left, MAX_IDS * left, LONG_BYTES * left)
+                left = insert_new(local, out, text, self.rec, self.idata, self.kdata, self.state)
 
     def snapshot(self):
         """(records, ids, long keys) for a call's lookups, arrays that belong together and that nobody
@@ -259,16 +280,26 @@ class WordCache:
         with self.lock:
             self.readers -= 1
 
-    def _grow(self):
-        # New arrays, never resized in place: a call still reading the old pair stays consistent
-        # (its records only ever point into its own ids array).
+    def _reserve(self, words, ids, key_bytes):
+        """Room for that many more words, ids and long-key bytes (within the limits).
+
+        New arrays, never resized in place: a call still reading the old ones stays consistent (its
+        records only ever point into its own ids array; `add` already wrote to a copy of the records
+        if a call is reading them). The records are rehashed only when their table grows."""
         n, ni, nk = int(self.state[0]), int(self.state[1]), int(self.state[3])
-        size = self.rec.shape[0] * (2 if 2 * (n + 1) > self.rec.shape[0] else 1)
-        idata, kdata = self.idata, self.kdata
-        if 4 * ni > 3 * idata.shape[0] - 1024:
-            idata = np.concatenate([idata, np.zeros_like(idata)])
-        if 4 * nk > 3 * kdata.shape[0] - 1024:
-            kdata = np.concatenate([kdata, np.zeros_like(kdata)])
-        rec = np.zeros((size, 4), np.uint64)
-        _rehash(self.rec, rec)
-        self.rec, self.idata, self.kdata = rec, idata, kdata
+        size = self.rec.shape[0]
+        while 2 * (min(n + words, self.max_entries) + 1) > size:
+            size *= 2
+        ilen, klen = self.idata.shape[0], self.kdata.shape[0]
+        while ni + ids > ilen:
+            ilen *= 2
+        while min(nk + key_bytes, self.max_key_bytes) > klen:
+            klen *= 2
+        if ilen > self.idata.shape[0]:
+            self.idata = np.concatenate([self.idata, np.zeros(ilen - self.idata.shape[0], np.int32)])
+        if klen > self.kdata.shape[0]:
+            self.kdata = np.concatenate([self.kdata, np.zeros(klen - self.kdata.shape[0], np.uint8)])
+        if size > self.rec.shape[0]:
+            rec = np.zeros((size, 4), np.uint64)
+            _rehash(self.rec, rec)
+            self.rec = rec
