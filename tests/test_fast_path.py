@@ -148,6 +148,18 @@ def test_long_documents_cut_into_segments_give_the_same_ids(name, docs, monkeypa
     assert calls  # the segmented path ran
 
 
+@pytest.mark.parametrize("name", ["gpt2", "roberta-base"])
+def test_rows_with_a_token_first_byte_but_no_token(name):
+    """A row holding '<' but no whole added token takes the fused scan; one that holds a token (at
+    its start, middle or end, or two in a row) is split around it first: both as the reference."""
+    rows = ["a <b> c", "<|endoftext|", "x <|endoftext", "<|endoftext|>", "x<|endoftext|>", "<|endoftext|>y",
+            "1 < 2 and <s> or </s><mask>", "<|endoftext|><|endoftext|> z", "<" * 50, "no angle at all <"]
+    tok = numbatok.Tokenizer.from_pretrained(name, device="cpu")
+    ref = reference_tok(name)
+    assert tok.encode_ragged(rows, add_special_tokens=False).to_list() == [
+        e.ids for e in ref.encode_batch(rows, add_special_tokens=False)]
+
+
 def test_segments_cut_only_at_safe_boundaries():
     from numbatok.backends.cpu import segment_rows
     text = b"ab cd\te\n\nf  g" * 10_000

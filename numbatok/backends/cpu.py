@@ -6,7 +6,7 @@ import numpy as np
 from .._numba import cpu_kernel, prange, prefetch
 from ..models.bpe import SMALL
 from ..pre_tokenizers import GPT2
-from ..added_tokens import first_bytes, may_start
+from ..added_tokens import first_bytes, holds_token, may_start
 from ..pre_tokenizers.byte_level import A_ADDED, ascii_classes, ascii_word, match_end
 from ..normalizers.passes import identity_alignment, is_nf, nf_piece, normalize_piece
 from ..kernels.dedup import distinct_words, word_hashes
@@ -420,7 +420,7 @@ def encode_ids_chunks(c_lo, c_hi, text, text_off, pb, pk, row_piece, normalized,
 
     Words go in blocks: the spans and keys of up to BLOCK words first (each word's slot in the shared
     table prefetched), then their lookups. With `asc` (GPT-2 pattern, no normalizer, no prefix space)
-    a row without a possible added token is scanned here, ASCII runs keyed as they are read."""
+    a row that holds no added token's bytes is scanned here, ASCII runs keyed as they are read."""
     extra = params[1] + params[2] + 8
     fused = asc.shape[0] == 256
     rec_flat = rec.reshape(rec.shape[0] * 4)
@@ -450,7 +450,7 @@ def encode_ids_chunks(c_lo, c_hi, text, text_off, pb, pk, row_piece, normalized,
         for r in range(r0, r1):
             a = text_off[r]
             b = text_off[r + 1]
-            scan = fused and not may_start(text, a, b, first4, asc, A_ADDED)
+            scan = fused and not holds_token(text, a, b, first4, asc, A_ADDED, at_data, at_off)
             nw = 0
             if not scan:
                 if normalized:
