@@ -160,6 +160,22 @@ def test_rows_with_a_token_first_byte_but_no_token(name):
         e.ids for e in ref.encode_batch(rows, add_special_tokens=False)]
 
 
+def test_letter_runs_next_to_every_kind_of_byte():
+    """The fused scanner reads a letter run 8 bytes at a time: runs of 1 to 20 letters, with or
+    without their space, ending at the row's end or before the bytes around the letter ranges
+    ('@', '[', '`', '{'), digits, an apostrophe, whitespace and multi-byte letters."""
+    rows = []
+    for n in range(1, 21):
+        word = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[n:2 * n + 1][:n] or "Q" * n
+        for after in ["", "@", "[", "`", "{", "0", "'", " ", "\n", "é", "\u4e00", "Z" * 3 + "ï", "\x7f", "_"]:
+            rows += [word + after, " " + word + after + " tail", "x" * (n % 3) + " " + word + after]
+    # a letter run that goes on in a multi-byte letter is one word (" café" is one token, " caf" + "é" two)
+    rows += [" café and more", "a naïve one here", " André is here", " Müller und so", " Français aussi"]
+    tok = numbatok.Tokenizer.from_pretrained("gpt2", device="cpu")
+    assert tok.encode_ragged(rows, add_special_tokens=False).to_list() == [
+        e.ids for e in reference_tok("gpt2").encode_batch(rows, add_special_tokens=False)]
+
+
 def test_segments_cut_only_at_safe_boundaries():
     from numbatok.backends.cpu import segment_rows
     text = b"ab cd\te\n\nf  g" * 10_000
