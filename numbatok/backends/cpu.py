@@ -234,14 +234,14 @@ def normalize_rows(norm, data, offsets, at, classes):
 
 @cpu_kernel(parallel=True)
 def ascii_rows(data, offsets):
-    """1 for each row that is all ASCII."""
+    """1 for each row that is all ASCII (an OR over the row, which the compiler vectorizes)."""
     n = offsets.shape[0] - 1
     flags = np.ones(n, np.uint8)
     for r in prange(n):
-        for p in range(offsets[r], offsets[r + 1]):
-            if data[p] >= 128:
-                flags[r] = 0
-                break
+        x = np.uint8(0)
+        for c in data[offsets[r]:offsets[r + 1]]:
+            x |= c
+        flags[r] = x < 128
     return flags
 
 
@@ -260,11 +260,14 @@ def gather_rows(data, offsets, rows):
 
 
 @cpu_kernel(parallel=True)
-def merge_pieces(write, data, ps, pe, pk, row_piece, row_sub, amap_off, amap_data, sub_text, sub_pb, sub_row_piece,
-                 pb, out):
+def merge_pieces(write, data, ps, pe, pk, row_piece, row_sub, amap_off, amap_data, amap1, sub_text, sub_pb,
+                 sub_row_piece, pb, out):
     """Normalized pieces of every row: an all-ASCII row's text pieces mapped byte by byte (amap), its
     added tokens' pieces copied; any other row's pieces copied from its normalized sub-batch row
-    row_sub[r]. Counts piece lengths into pb[1:] (write=False), or writes them at pb."""
+    row_sub[r]. Counts piece lengths into pb[1:] (write=False), or writes them at pb. `amap1`: when
+    every ASCII character maps to one byte or none (BERT's normalizer), the byte each maps to, else
+    empty: then a byte is one lookup, not a loop over its mapping."""
+    single = amap1.shape[0] == 128
     for r in prange(row_piece.shape[0] - 1):
         j = row_sub[r]
         for i in range(row_piece[r], row_piece[r + 1]):
@@ -280,6 +283,17 @@ def merge_pieces(write, data, ps, pe, pk, row_piece, row_sub, amap_off, amap_dat
                     for q in range(pe[i] - ps[i]):
                         out[o + q] = data[ps[i] + q]
                 o += pe[i] - ps[i]
+            elif single:
+                if write:
+                    for p in range(ps[i], pe[i]):
+                        c = data[p]
+                        if amap_off[c + 1] != amap_off[c]:
+                            out[o] = amap1[c]
+                            o += 1
+                else:
+                    for p in range(ps[i], pe[i]):
+                        c = data[p]
+                        o += amap_off[c + 1] - amap_off[c]
             else:
                 for p in range(ps[i], pe[i]):
                     c = data[p]
@@ -312,7 +326,12 @@ def normalize_rows_ids(norm, data, offsets, at, classes):
         sub_text, sub_pb, _, sub_row_piece = normalize_rows(norm, *gather_rows(data, offsets, other), at,
                                                             classes)[:4]
     pb = np.zeros(ps.shape[0] + 1, np.int64)
-    args = (data, ps, pe, pk, row_piece, row_sub, *amap, sub_text, sub_pb, sub_row_piece)
+    lens = np.diff(amap[0])
+    amap1 = np.zeros(0, np.uint8)
+    if lens.max() <= 1:
+        amap1 = np.zeros(128, np.uint8)
+        amap1[lens == 1] = amap[1][amap[0][:-1][lens == 1]]
+    args = (data, ps, pe, pk, row_piece, row_sub, *amap, _readonly(amap1), sub_text, sub_pb, sub_row_piece)
     merge_pieces(False, *args, pb, np.zeros(1, np.uint8))
     np.cumsum(pb, out=pb)
     text = np.empty(int(pb[-1]), np.uint8)
