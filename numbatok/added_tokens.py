@@ -66,18 +66,16 @@ class AddedTable:
 
 
 @jitable
-def holds_token(data, a, b, first4, table, flag, at_data, at_off):
-    """Whether bytes [a, b) hold the bytes of some added token: `may_start` first (most rows hold no
-    byte a token starts with), then, where one does, the tokens compared there (a '<' in prose is
-    rarely '<|endoftext|>', and a long document cut into segments has one somewhere)."""
+def holds_token(data, a, b, first4, table, flag, at_data, at_off, at_flags):
+    """Whether bytes [a, b) hold the bytes of some added token (of either pass): `may_start` first
+    (most rows hold no byte a token starts with), then, where one does, the tokens compared there (a
+    '<' in prose is rarely '<|endoftext|>', and a long document cut into segments has one somewhere)."""
     if not may_start(data, a, b, first4, table, flag):
         return False
     for p in range(a, b):
-        if table[data[p]] & flag:
-            for t in range(at_off.shape[0] - 1):
-                n = at_off[t + 1] - at_off[t]
-                if p + n <= b and same_bytes(data, p, at_data, at_off[t], n):
-                    return True
+        if table[data[p]] & flag and (_match_here(data, p, b, at_data, at_off, at_flags, 0) >= 0
+                                      or _match_here(data, p, b, at_data, at_off, at_flags, 1) >= 0):
+            return True
     return False
 
 

@@ -469,7 +469,7 @@ def encode_ids_chunks(c_lo, c_hi, text, text_off, pb, pk, row_piece, normalized,
         for r in range(r0, r1):
             a = text_off[r]
             b = text_off[r + 1]
-            scan = fused and not holds_token(text, a, b, first4, asc, A_ADDED, at_data, at_off)
+            scan = fused and not holds_token(text, a, b, first4, asc, A_ADDED, at_data, at_off, at_flags)
             nw = 0
             if not scan:
                 if normalized:

@@ -128,8 +128,6 @@ def ascii_classes(classes, at_first):
     return t
 
 
-
-
 @jitable
 def _letters8(data, q):
     """(how many of data[q:q + 8] are ASCII letters before the first other byte, those 8 bytes as
