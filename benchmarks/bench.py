@@ -72,11 +72,15 @@ def _numbatok_on_device(name, threads):
     tok = numbatok.Tokenizer.from_pretrained(name, device="cuda")
     staged = {}
 
-    def run(docs):
-        if id(docs) not in staged:  # the input is on the device before timing starts
+    def stage(docs):
+        if id(docs) not in staged:
             b = to_batch(docs)
-            staged[id(docs)] = Batch(cupy.asarray(b.data), cupy.asarray(b.offsets))
-        return tok.encode_ragged(staged[id(docs)], add_special_tokens=False)
+            staged[id(docs)] = Batch(cupy.asarray(b.data), cupy.asarray(b.offsets)), docs  # (docs: ids stay unique)
+
+    def run(docs):
+        stage(docs)  # (outside the timing: `child` and `latency` stage their documents first)
+        return tok.encode_ragged(staged[id(docs)][0], add_special_tokens=False)
+    run.stage = stage
     return run
 
 
@@ -165,6 +169,8 @@ def child(args):
         print(json.dumps(out))
         return
     nbytes = sum(len(d.encode()) for d in docs)
+    getattr(run, "stage", lambda d: None)(docs)  # input that a configuration keeps on the device
+    _sync()
     t0 = time.perf_counter()
     got = run(docs)
     _sync()
@@ -216,6 +222,7 @@ def latency(run, docs):
     res = {}
     for size in (1, 64, 4096):
         batch = (docs * (size // max(len(docs), 1) + 1))[:size]
+        getattr(run, "stage", lambda d: None)(batch)
         calls = max(3, min(200, int(2e6 // max(sum(len(d) for d in batch), 1))))
         ts = []
         for _ in range(calls):
@@ -225,9 +232,11 @@ def latency(run, docs):
             ts.append(time.perf_counter() - t0)
         res[f"batch {size}"] = float(np.median(ts)) * 1e3
     big = "\n\n".join(docs)
-    big = (big * (10_000_000 // max(len(big), 1) + 1))[:10_000_000]
+    big = [(big * (10_000_000 // max(len(big), 1) + 1))[:10_000_000]]
+    getattr(run, "stage", lambda d: None)(big)
+    _sync()
     t0 = time.perf_counter()
-    run([big])
+    run(big)
     _sync()
     res["one 10 MB document"] = (time.perf_counter() - t0) * 1e3
     return res

@@ -23,6 +23,16 @@ from .kernels.hashing import bytes_lookup
 
 
 @jitable
+def cut_at(data, p):
+    """True where an ASCII non-space byte is followed by an ASCII space, tab or line break: the GPT-2
+    pattern never matches across such a boundary and has no look-behind, so a row cut there encodes
+    to exactly the ids of the whole row (see `backends.cpu._segmentable` for the tokenizers this holds for)."""
+    x = data[p]
+    y = data[p - 1]
+    return (x == 32 or (x >= 9 and x <= 13)) and y < 128 and y != 32 and not (y >= 9 and y <= 13)
+
+
+@jitable
 def _added_pass2(data, a, b, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first,
                  write, ws, we, wv, wk, k):
     start_offset = a

@@ -47,6 +47,9 @@ def main():
         "normalize_pieces_kernel": sig(True, 1, 1, 1, i32, i64, i32, u8, i64, nt[0], u8, i64, i64, i64, i64, i32,
                                        i64, i32, i32, i64, i64, i64, u8, i64, i64, i64),
         "piece_words_kernel": sig(True, u8, i64, i32, i64, i64, True, cls, *at, i64, i64, i64, u8, i32, i64),
+        "cut_points_kernel": sig(u8, 1, 1, 1, i64),
+        "word_hash_kernel": sig(u8, i64, i64, u8, i32, np.zeros(4, np.uint64)),
+        "differs_kernel": sig(u8, i64, i64, u8, i32, i64, u8),
     }
     missing = {k.__name__ if hasattr(k, "__name__") else k.py_func.__name__ for k in bc.KERNELS} - set(kernels)
     if missing:

@@ -12,7 +12,7 @@ from ..normalizers.passes import identity_alignment, is_nf, nf_piece, normalize_
 from ..kernels.dedup import distinct_words, word_hashes
 from ..kernels.word_cache import KEY_BYTES, LONG_BYTES, MAX_IDS, cached_ids, hash_long, key_hash, meta, meta_ids, pack_key, probe, probe_long
 from .. import unicode_tables
-from ..pipeline import compact_word, piece_words, row_pieces, row_words, store_tokens, word_tokens
+from ..pipeline import compact_word, cut_at, piece_words, row_pieces, row_words, store_tokens, word_tokens
 
 _EMPTY_I64 = np.zeros(0, np.int64)
 
@@ -411,8 +411,8 @@ def encode(tok, b, want_spans):
         t_added = np.zeros(0, np.uint8)
     compact(text, ws, we, wv, wk, word_row, text_off, cap_off, cap_ids, cap_st, cap_en, word_tok, want_spans,
             classes, tok._model.lead_spaces, tok._model.trail_spaces, ids, t_st, t_en, t_lead, t_trail, t_added)
-    r = {"ids": ids, "row_tok": word_tok[row_word], "row_word": row_word, "word_row": word_row,
-         "word_tok": word_tok, "row_start": offsets[:-1]}
+    r = {"ids": ids, "row_tok": word_tok[row_word], "row_word": row_word, "word_tok": word_tok,
+         "row_start": offsets[:-1]}
     if want_spans:
         # t_st/t_en: spans in the original bytes; s_st/s_en: in `text`, the (normalized) buffer they were cut from
         r.update(t_st=t_st, t_en=t_en, t_lead=t_lead, t_trail=t_trail, t_added=t_added, char_index=char_index(data),
@@ -594,11 +594,8 @@ def _pow2(x):
 
 @cpu_kernel
 def segment_rows(data, offsets, seg):
-    """Offsets with rows longer than 2 * seg cut about every seg bytes where an ASCII non-space byte
-    is followed by an ASCII space, tab or line break, and the position of each original row start.
-
-    The GPT-2 pattern never matches across such a boundary and has no look-behind, so the pieces
-    encode to exactly the ids of the whole row; one long document then spreads over all threads."""
+    """Offsets with rows longer than 2 * seg cut about every seg bytes at a `cut_at` boundary, and the
+    position of each original row start: one long document then spreads over all threads."""
     n = offsets.shape[0] - 1
     out = np.empty(n + 1 + (offsets[n] - offsets[0]) // seg + 1, np.int64)
     orig = np.empty(n + 1, np.int64)
@@ -613,9 +610,7 @@ def segment_rows(data, offsets, seg):
             continue
         p = a + seg
         while p < b - seg:
-            x = data[p]
-            y = data[p - 1]
-            if (x == 32 or (x >= 9 and x <= 13)) and y < 128 and y != 32 and not (y >= 9 and y <= 13):
+            if cut_at(data, p):
                 out[k] = p
                 k += 1
                 p += seg

@@ -5,6 +5,11 @@ thread per word with its scratch in local memory; compaction is one thread per w
 and gathers between kernels use CuPy on a real GPU, and numpy under the CUDA simulator (where the
 kernels run on host arrays), so the launch path is the same code in both.
 
+Where the pattern allows (`cpu._segmentable`), rows are first cut about every SEG bytes at
+`pipeline.cut_at` boundaries, so a long document spreads over many threads instead of one. The model
+runs once per distinct word (64-bit hashes, sorted; every word is checked byte for byte against its
+representative, and a collision sends every word through the model itself).
+
 Words longer than SMALL bytes do not fit the per-thread scratch: the kernel flags them and the CPU
 merges them with the heap path (a 100 KB word would otherwise stall its whole batch on one thread).
 """
@@ -14,15 +19,33 @@ import numpy as np
 from numba import cuda
 
 from .. import _numba  # noqa: F401  (numpy shims before the first CUDA compile)
+from ..kernels.dedup import same_word, word_hash
 from ..models.bpe import SMALL
 from ..normalizers.passes import identity_alignment, is_nf, nf_piece, normalize_piece
-from ..pipeline import compact_word, piece_words, row_pieces, row_words, store_tokens, word_tokens
+from ..pipeline import compact_word, cut_at, piece_words, row_pieces, row_words, store_tokens, word_tokens
 from . import cpu
 
 SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 AFFIX_MAX = 64
 KBUF = SMALL + AFFIX_MAX  # local array sizes must be plain constants
 THREADS = 128  # threads per block; tests patch it small so tiny batches still cross blocks
+SEG = 256  # bytes of a row per word-splitting thread where rows can be cut; tests patch it small
+
+
+@cuda.jit
+def cut_points_kernel(data, lo, hi, seg, cuts):
+    """One thread per seg bytes of data[lo:hi]: the first `cut_at` boundary in its window, or -1."""
+    k = cuda.grid(1)
+    if k < cuts.shape[0]:
+        p = max(lo + k * seg, lo + 1)
+        e = min(lo + (k + 1) * seg, hi)
+        c = -1
+        while p < e:
+            if cut_at(data, p):
+                c = p
+                break
+            p += 1
+        cuts[k] = c
 
 
 @cuda.jit
@@ -83,6 +106,21 @@ def compact_kernel(data, ws, we, wv, wk, word_row, offsets, cap_off, cap_ids, ca
 
 
 @cuda.jit
+def word_hash_kernel(data, ws, we, wv, wk, out):
+    i = cuda.grid(1)
+    if i < ws.shape[0]:
+        out[i] = word_hash(data, ws, we, wv, wk, i)
+
+
+@cuda.jit
+def differs_kernel(data, ws, we, wv, wk, rep, out):
+    """One thread per word: 1 where it is not byte-identical to its representative (a hash collision)."""
+    i = cuda.grid(1)
+    if i < ws.shape[0]:
+        out[i] = 0 if same_word(data, ws, we, wv, wk, i, rep[i]) else 1
+
+
+@cuda.jit
 def char_start_kernel(data, flags):
     """One thread per byte: 1 where a character starts."""
     p = cuda.grid(1)
@@ -139,7 +177,8 @@ def piece_words_kernel(write, data, pb, pk, row_piece, pt_kind, pt_prefix, class
 
 
 KERNELS = [count_words_kernel, fill_words_kernel, encode_words_kernel, compact_kernel, char_start_kernel,
-           split_pieces_kernel, identity_alignment_kernel, nf_items_kernel, normalize_pieces_kernel, piece_words_kernel]
+           split_pieces_kernel, identity_alignment_kernel, nf_items_kernel, normalize_pieces_kernel, piece_words_kernel,
+           cut_points_kernel, word_hash_kernel, differs_kernel]
 
 
 def xp():
@@ -168,7 +207,10 @@ def _scan(m, counts):
 def to_device(a):
     """Host array (or anything with __cuda_array_interface__) -> array of the kernels' array module."""
     m = xp()
-    return m.asarray(a)
+    a = m.asarray(a)
+    if SIMULATOR and not a.flags.writeable:  # the simulator copies every argument back after a launch
+        a = a.copy()
+    return a
 
 
 class _DeviceTables:
@@ -257,6 +299,50 @@ def _words(tok, t, m, data, offsets):
     return text, text_off, row_word, ws, we, wv, wk, align
 
 
+def _segments(m, data, offsets):
+    """Row offsets with cuts about every SEG bytes (see `cut_points_kernel`), and where each original
+    row starts among them. Merged without a sort: cuts never fall on a row start."""
+    n = int(offsets.shape[0]) - 1
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    nk = (hi - lo + SEG - 1) // SEG
+    cuts = _empty(m, nk, np.int64)
+    _launch(cut_points_kernel, nk, data, lo, hi, SEG, cuts)
+    cuts = cuts[cuts >= 0]
+    cuts = cuts[offsets[m.searchsorted(offsets, cuts)] != cuts]
+    nc = int(cuts.shape[0])
+    orig = m.arange(n + 1, dtype=np.int64) + m.searchsorted(cuts, offsets)
+    seg_off = m.empty(n + 1 + nc, np.int64)
+    seg_off[orig] = offsets
+    seg_off[m.arange(nc, dtype=np.int64) + m.searchsorted(offsets, cuts, side="right")] = cuts
+    return seg_off, orig
+
+
+def _model_distinct(tok, t, m, text, ws, we, wv, wk):
+    """The model over each distinct word once (as `cpu._model_distinct`): per word, where its
+    representative's tokens start (cap_off) and how many there are."""
+    nw = int(ws.shape[0])
+    h = _empty(m, nw, np.uint64)
+    _launch(word_hash_kernel, nw, text, ws, we, wv, wk, h)
+    _, first, uid = m.unique(h, return_index=True, return_inverse=True)
+    uid = uid.reshape(-1)
+    bad = _empty(m, nw, np.uint8)
+    _launch(differs_kernel, nw, text, ws, we, wv, wk, first[uid], bad)
+    if nw and bool(bad.any()):  # a 64-bit hash collision: no sharing in this batch
+        first = uid = m.arange(nw, dtype=np.int64)
+    uws, uwe, uwv, uwk = ws[first], we[first], wv[first], wk[first]
+    nu = int(uws.shape[0])
+    cap = m.where(uwk >= 0, 1, uwe - uws + uwv.astype(np.int64)).astype(np.int64)
+    ucap_off = _scan(m, cap)
+    total = int(ucap_off[-1])
+    cap_ids = m.empty(max(total, 1), np.int32)
+    cap_st = m.empty(max(total, 1), np.int64)
+    cap_en = m.empty(max(total, 1), np.int64)
+    untok = _empty(m, nu, np.int64)
+    _launch(encode_words_kernel, nu, text, uws, uwe, uwv, uwk, ucap_off, *t.bpe, cap_ids, cap_st, cap_en, untok)
+    _long_words_on_cpu(tok, text, m, uws, uwe, uwv, uwk, ucap_off, cap_ids, cap_st, cap_en, untok)
+    return ucap_off[uid], cap_ids, cap_st, cap_en, untok[uid]
+
+
 def encode(tok, b, want_spans):
     """The pipeline over Batch `b` (host or device arrays); returns raw per-token device arrays."""
     m = xp()
@@ -266,17 +352,12 @@ def encode(tok, b, want_spans):
     d64 = m.zeros(1, np.int64)
     d8 = m.zeros(1, np.uint8)
     d32 = m.zeros(1, np.int32)
+    rows = offsets
+    if cpu._segmentable(tok) and int(offsets.shape[0]) > 1:
+        offsets, orig = _segments(m, data, rows)
     text, text_off, row_word, ws, we, wv, wk, align = _words(tok, t, m, data, offsets)
     nw = int(row_word[-1])
-    cap = m.where(wk >= 0, 1, we - ws + wv.astype(np.int64)).astype(np.int64)
-    cap_off = _scan(m, cap)
-    total = int(cap_off[-1])
-    cap_ids = m.empty(max(total, 1), np.int32)
-    cap_st = m.empty(max(total, 1), np.int64)
-    cap_en = m.empty(max(total, 1), np.int64)
-    ntok = m.empty(max(nw, 1), np.int64)[:nw]
-    _launch(encode_words_kernel, nw, text, ws, we, wv, wk, cap_off, *t.bpe, cap_ids, cap_st, cap_en, ntok)
-    _long_words_on_cpu(tok, text, m, ws, we, wv, wk, cap_off, cap_ids, cap_st, cap_en, ntok)
+    cap_off, cap_ids, cap_st, cap_en, ntok = _model_distinct(tok, t, m, text, ws, we, wv, wk)
     word_tok = _scan(m, ntok)
     T = int(word_tok[-1])
     ids = m.empty(max(T, 1), np.int32)[:T]
@@ -293,8 +374,10 @@ def encode(tok, b, want_spans):
         t_added = d8
     _launch(compact_kernel, nw, text, ws, we, wv, wk, word_row, text_off, cap_off, cap_ids, cap_st, cap_en, word_tok,
             want_spans, t.classes, t.lead, t.trail, ids, t_st, t_en, t_lead, t_trail, t_added)
-    r = {"ids": ids, "row_tok": word_tok[row_word], "row_word": row_word, "word_row": word_row,
-         "word_tok": word_tok, "row_start": offsets[:-1]}
+    if offsets is not rows:  # segments -> the rows they were cut from
+        row_word = row_word[orig]
+    r = {"ids": ids, "row_tok": word_tok[row_word], "row_word": row_word, "word_tok": word_tok,
+         "row_start": rows[:-1]}
     if want_spans:
         flags = m.empty(max(data.shape[0], 1), np.int64)[:data.shape[0]]
         _launch(char_start_kernel, int(data.shape[0]), data, flags)

@@ -7,21 +7,26 @@ collision can never give a word another word's tokens.
 """
 import numpy as np
 
-from .._numba import cpu_kernel, prange
+from .._numba import cpu_kernel, jitable, prange
 from .hashing import fnv1a, same_bytes
+
+
+@jitable
+def word_hash(data, ws, we, wv, wk, i):
+    h = fnv1a(data, ws[i], we[i])
+    return (h ^ (np.uint64(wv[i]) << np.uint64(63))) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(wk[i] + 1)
 
 
 @cpu_kernel(parallel=True)
 def word_hashes(data, ws, we, wv, wk):
     out = np.empty(ws.shape[0], np.uint64)
     for i in prange(ws.shape[0]):
-        h = fnv1a(data, ws[i], we[i])
-        out[i] = (h ^ (np.uint64(wv[i]) << np.uint64(63))) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(wk[i] + 1)
+        out[i] = word_hash(data, ws, we, wv, wk, i)
     return out
 
 
-@cpu_kernel
-def _same(data, ws, we, wv, wk, i, j):
+@jitable
+def same_word(data, ws, we, wv, wk, i, j):
     if wv[i] != wv[j] or wk[i] != wk[j] or we[i] - ws[i] != we[j] - ws[j]:
         return False
     return same_bytes(data, ws[i], data, ws[j], we[i] - ws[i])
@@ -52,7 +57,7 @@ def distinct_words(data, ws, we, wv, wk, hashes):
                 count += 1
                 break
             j = first[u]
-            if hashes[j] == h and _same(data, ws, we, wv, wk, i, j):
+            if hashes[j] == h and same_word(data, ws, we, wv, wk, i, j):
                 uid[i] = u
                 break
             s = (s + 1) & mask

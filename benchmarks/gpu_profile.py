@@ -1,0 +1,98 @@
+"""Where the GPU path's time goes: each kernel and host step of one encode, timed with the device
+synchronized around it (so the stages add up to a little more than an unprofiled call).
+
+    python benchmarks/gpu_profile.py [--tokenizer gpt2] [--repeat 4] [--reps 3]
+
+Prints, for big.txt paragraphs x repeat: the host conversion (list[str] -> bytes + offsets), the copy to
+the device, every kernel launch and the steps between them (scans, sorts, gathers), the ragged
+assembly and the copy back; the best of --reps warm runs.
+"""
+import argparse
+import collections
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+import numpy as np  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tokenizer", default="gpt2")
+    ap.add_argument("--repeat", type=int, default=4)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--docs", type=int, help="only the first N documents")
+    ap.add_argument("--corpus")
+    a = ap.parse_args()
+    import bench
+    import numbatok
+    from numbatok import batch as _batch
+    from numbatok.backends import cuda as bc
+
+    docs = bench.load_docs(bench.find_corpus(a.corpus), "big", a.repeat)[:a.docs]
+    tok = numbatok.Tokenizer.from_pretrained(a.tokenizer, device="cuda")
+    m = bc.xp()
+    sync = (lambda: None) if bc.SIMULATOR else m.cuda.Device().synchronize
+    times = collections.defaultdict(float)
+    launches = collections.Counter()
+
+    def timed(name, f):
+        def g(*args, **kw):
+            sync()
+            t0 = time.perf_counter()
+            out = f(*args, **kw)
+            sync()
+            times[name] += time.perf_counter() - t0
+            return out
+        return g
+
+    plain_launch = bc._launch
+
+    def launch(kernel, n, *args):
+        name = getattr(kernel, "__name__", None) or getattr(getattr(kernel, "py_func", None), "__name__", "kernel")
+        launches[name] += 1
+        timed(f"kernel {name}", plain_launch)(kernel, n, *args)
+
+    bc._launch = launch
+    bc._long_words_on_cpu = timed("long words on the CPU", bc._long_words_on_cpu)
+    nbytes = sum(len(d.encode()) for d in docs)
+    tok.encode_ragged(docs[:200], add_special_tokens=False)  # compile and load every kernel
+    best = None
+    for _ in range(a.reps):
+        times.clear()
+        launches.clear()
+        t_all = time.perf_counter()
+        t0 = time.perf_counter()
+        b = _batch.to_batch(docs)
+        times["host: list[str] -> bytes + offsets"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        db = _batch.Batch(m.asarray(b.data), m.asarray(b.offsets))
+        sync()
+        times["host -> device copy"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        r = tok.encode_ragged(db, add_special_tokens=False)
+        sync()
+        t_enc = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        h = r.to_host()
+        times["device -> host copy"] = time.perf_counter() - t0
+        staged = sum(v for k, v in times.items() if k.startswith(("kernel", "long")))
+        times["encode: scans, gathers, assembly (between kernels)"] = t_enc - staged
+        total = time.perf_counter() - t_all
+        if best is None or total < best[0]:
+            best = (total, dict(times), dict(launches), t_enc, len(h.ids))
+    total, t, n_launch, t_enc, ntok = best
+    print(f"{a.tokenizer}, big.txt x{a.repeat}: {len(docs)} documents, {nbytes / 1e6:.1f} MB, {ntok} tokens")
+    print(f"end to end {total * 1e3:.1f} ms = {nbytes / total / 1e6:.0f} MB/s; encode on the device "
+          f"{t_enc * 1e3:.1f} ms = {nbytes / t_enc / 1e6:.0f} MB/s")
+    for k, v in sorted(t.items(), key=lambda kv: -kv[1]):
+        extra = f"  ({n_launch[k[7:]]} launches)" if k.startswith("kernel") else ""
+        print(f"  {v * 1e3:9.2f} ms  {k}{extra}")
+
+
+if __name__ == "__main__":
+    main()
