@@ -100,10 +100,10 @@ def cached(decorate):
         numba.config.CACHE_DIR = saved
 
 
-def cpu_kernel(fn=None, *, parallel=False):
+def cpu_kernel(fn=None, *, parallel=False, nogil=True):
     """njit with the project's defaults (cached, no Python fallback)."""
     def wrap(f):
-        return cached(lambda: njit(cache=CACHE_DIR is not None, nogil=True, parallel=parallel, boundscheck=False)(f))
+        return cached(lambda: njit(cache=CACHE_DIR is not None, nogil=nogil, parallel=parallel, boundscheck=False)(f))
     return wrap(fn) if fn is not None else wrap
 
 

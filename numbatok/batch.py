@@ -128,7 +128,15 @@ def _bad_item(texts, kind):
     return None, None
 
 
+PARALLEL_STR_ITEMS = 256  # from this many items a list of str is read by all threads (kernels.pystr)
+
+
 def _from_str_list(texts):
+    if len(texts) >= PARALLEL_STR_ITEMS:
+        from .kernels import pystr
+        got = pystr.convert(texts)
+        if got is not None:
+            return Batch(*got)
     try:
         joined = "".join(texts)  # also the type check: it fails on any non-str item
     except TypeError:

@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import numbatok
 from numbatok import InvalidInputError, NumbatokError, UnsupportedComponentError
@@ -144,3 +145,32 @@ def test_ragged_to_padded(tok):
     assert ids[1].tolist() == [64, -1, -1]
     left, _ = r.to_padded(pad_id=-1, length=2, side="left")
     assert left[1].tolist() == [-1, 64]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(st.characters(exclude_categories=("Cs",))), max_size=40))
+def test_lists_of_str_read_in_parallel_encode_like_python(texts):
+    from numbatok.kernels import pystr
+    got = pystr.convert(texts)
+    if pystr._LAYOUT is None:
+        pytest.skip("this interpreter's str layout is not read directly")
+    assert bytes(got[0]) == "".join(texts).encode("utf-8")
+    assert got[1].tolist() == np.cumsum([0] + [len(t.encode("utf-8")) for t in texts]).tolist()
+
+
+def test_parallel_reader_leaves_odd_items_to_the_plain_path(tok):
+    from numbatok.kernels import pystr
+
+    class Sub(str):
+        pass
+    many = ["word %d café" % i for i in range(300)]
+    for odd, err in ((Sub("sub"), None), (7, "item 150 is int"), ("x \udc00", "item 150 contains a lone surrogate")):
+        texts = many[:150] + [odd] + many[150:]
+        assert pystr.convert(texts) is None
+        if err is None:
+            expect = [e.ids for e in reference_tok("gpt2").encode_batch([str(t) for t in texts])]
+            assert ids_of(tok.encode_ragged(texts)) == expect
+        else:
+            with pytest.raises(InvalidInputError, match=err):
+                tok.encode_ragged(texts)
+    assert ids_of(tok.encode_ragged(many)) == [e.ids for e in reference_tok("gpt2").encode_batch(many)]
