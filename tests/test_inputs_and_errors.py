@@ -174,3 +174,14 @@ def test_parallel_reader_leaves_odd_items_to_the_plain_path(tok):
             with pytest.raises(InvalidInputError, match=err):
                 tok.encode_ragged(texts)
     assert ids_of(tok.encode_ragged(many)) == [e.ids for e in reference_tok("gpt2").encode_batch(many)]
+
+
+def test_str_layout_is_recognised_on_standard_cpython():
+    """The parallel reader must not quietly fall back where it should work (it once did on 3.12,
+    whose one-character Latin-1 strings are static objects of another size)."""
+    import sys
+    import sysconfig
+    from numbatok.kernels import pystr
+    if sys.implementation.name != "cpython" or sysconfig.get_config_var("Py_GIL_DISABLED"):
+        pytest.skip("read directly on standard CPython builds only")
+    assert pystr.convert(["a", "\xe9", "\u0100", "\U00010000"]) is not None

@@ -133,9 +133,11 @@ def _probe():
     samples = {"".join(["a", "b"]): 1, "".join(["\xe9", "b"]): 1, "".join(["\u0100", "b"]): 2,
                "".join(["\U00010000", "b"]): 4}
     ascii_data = sys.getsizeof("") - 1  # header + the terminating NUL
-    compact_data = sys.getsizeof("\xe9") - 2
-    if sys.getsizeof("\u0100") - 4 != compact_data or sys.getsizeof("\U00010000") - 8 != compact_data:
+    # (fresh strings: no cached UTF-8 copy, not a static one-character string)
+    heads = {sys.getsizeof(t) - (len(t) + 1) * k for t, k in samples.items() if k > 1 or not t.isascii()}
+    if len(heads) != 1:
         return None
+    compact_data = heads.pop()
     len_off = 16  # after the reference count and the type pointer
     if any(ctypes.c_ssize_t.from_address(id(s) + len_off).value != len(s) for s in samples):
         return None
