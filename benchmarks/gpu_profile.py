@@ -86,7 +86,9 @@ def main():
         if best is None or total < best[0]:
             best = (total, dict(times), dict(launches), t_enc, len(h.ids))
     total, t, n_launch, t_enc, ntok = best
-    print(f"{a.tokenizer}, big.txt x{a.repeat}: {len(docs)} documents, {nbytes / 1e6:.1f} MB, {ntok} tokens")
+    from numbatok.kernels import pystr
+    print(f"{a.tokenizer}, big.txt x{a.repeat}: {len(docs)} documents, {nbytes / 1e6:.1f} MB, {ntok} tokens; "
+          f"str read in parallel: {pystr.convert(docs[:1]) is not None}")
     print(f"end to end {total * 1e3:.1f} ms = {nbytes / total / 1e6:.0f} MB/s; encode on the device "
           f"{t_enc * 1e3:.1f} ms = {nbytes / t_enc / 1e6:.0f} MB/s")
     for k, v in sorted(t.items(), key=lambda kv: -kv[1]):

@@ -21,9 +21,12 @@ from . import models
 from . import unicode_tables
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-# Below this many bytes, device="auto" encodes on the CPU even when a GPU is present. A first guess,
-# not yet measured on a GPU: benchmarks/bench.py --latency is how to set it.
-AUTO_GPU_MIN_BYTES = 1 << 20
+# Below this many bytes per CPU thread, device="auto" encodes on the CPU even when a GPU is present.
+# Measured on an H200 machine with 16 cores (benchmarks/bench.py --latency, gpt2): a GPU call from host
+# arrays costs ~4.5 ms before its first byte, then ~0.5 ms a MB; the CPU ~1.1 ms a MB on 16 threads,
+# so the GPU wins from ~8-16 MB there (one 10 MB document: GPU 20 ms, CPU 19 ms); fewer cores move
+# the crossover down in proportion.
+AUTO_GPU_MIN_BYTES_PER_THREAD = 1 << 20
 SLICE_BYTES = 1 << 28  # the CPU fast path encodes larger batches slice by slice (bounded memory)
 VOCAB_DIRS = [os.path.join(_HERE, "vocab"), os.path.join(os.path.dirname(_HERE), "vocab")]
 
@@ -77,7 +80,7 @@ class Tokenizer:
         self.spec = spec
         self.device = _resolve_device(device)
         # device="auto" on a GPU machine still encodes small calls on the CPU (launches and copies
-        # cost more than they save there); see AUTO_GPU_MIN_BYTES.
+        # cost more than they save there); see AUTO_GPU_MIN_BYTES_PER_THREAD.
         self._auto = device == "auto"
         self._sha256 = hashlib.sha256(json_text.encode()).hexdigest() if json_text is not None else None
         self._build_tables()
@@ -194,9 +197,10 @@ class Tokenizer:
         return cpu.encode(self, b, want_spans)
 
     def _device_for(self, b):
-        if self.device == "cuda" and self._auto and isinstance(b.data, np.ndarray) and \
-                b.data.shape[0] < AUTO_GPU_MIN_BYTES:
-            return "cpu"
+        if self.device == "cuda" and self._auto and isinstance(b.data, np.ndarray):
+            import numba
+            if b.data.shape[0] < AUTO_GPU_MIN_BYTES_PER_THREAD * numba.get_num_threads():
+                return "cpu"
         return self.device
 
     def _run_ids(self, b):
