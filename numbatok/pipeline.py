@@ -24,12 +24,14 @@ from .kernels.hashing import bytes_lookup
 
 @jitable
 def cut_at(data, p):
-    """True where an ASCII non-space byte is followed by an ASCII space, tab or line break: the GPT-2
-    pattern never matches across such a boundary and has no look-behind, so a row cut there encodes
-    to exactly the ids of the whole row (see `backends.cpu._segmentable` for the tokenizers this holds for)."""
+    """True where an ASCII non-space byte is followed by a space, tab, CR or LF: the GPT-2 pattern
+    never matches across such a boundary and has no look-behind, and a whitespace split keeps it a
+    boundary, so a row cut there encodes to exactly the ids of the whole row (see
+    `backends.cpu._segmentable` for the tokenizers this holds for). Not at a vertical tab or form
+    feed: BertNormalizer deletes those as control characters."""
     x = data[p]
     y = data[p - 1]
-    return (x == 32 or (x >= 9 and x <= 13)) and y < 128 and y != 32 and not (y >= 9 and y <= 13)
+    return (x == 32 or x == 9 or x == 10 or x == 13) and y < 128 and y != 32 and not (y >= 9 and y <= 13)
 
 
 @jitable

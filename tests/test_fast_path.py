@@ -1,6 +1,7 @@
 """The CPU fast path (one fused kernel per chunk of rows, and the tokenizer's word cache across
 calls) gives the reference's ids on the whole corpus: cold, warm, sliced, with a full cache, and
 from several Python threads at once."""
+import json
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -8,7 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from conftest import ROOT, SHIPPED, corpus_docs, reference_tok
+from conftest import ROOT, SHIPPED, corpus_docs, reference_tok, vocab_path
+from tokenizers import Tokenizer
 
 import numbatok
 from numbatok import tokenizer as tokenizer_module
@@ -131,10 +133,11 @@ def test_submodules_load_on_attribute_access():
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
-@pytest.mark.parametrize("name", ["gpt2", "roberta-base"])
+@pytest.mark.parametrize("name", ["gpt2", "roberta-base", "bert-base-uncased", "bert-base-cased"])
 def test_long_documents_cut_into_segments_give_the_same_ids(name, docs, monkeypatch):
     """A long row is cut where a non-space ASCII byte meets a space (so several threads share it);
-    the ids must be those of the whole row, special tokens and every kind of whitespace included."""
+    the ids must be those of the whole row, special tokens and every kind of whitespace included
+    (BertNormalizer deletes vertical tabs and form feeds: no cut may fall there)."""
     import numba
     from numbatok.backends import cpu
     monkeypatch.setattr(numba, "get_num_threads", lambda: 4)  # segments even on a one-core runner
@@ -142,7 +145,8 @@ def test_long_documents_cut_into_segments_give_the_same_ids(name, docs, monkeypa
     real = cpu.segment_rows
     monkeypatch.setattr(cpu, "segment_rows", lambda *a: calls.append(1) or real(*a))
     long_docs = ["\n\n".join(docs[:3000]), "<|endoftext|> " * 9000 + "x", " \t\r\n\x0b\x0cword" * 40_000,
-                 "".join(docs[-400:]), "short one"]
+                 "".join(docs[-400:]), "short one", "[MASK] [SEP]x\x0bY\x0c z \x00 \u0301é Ünï 東京 " * 12_000,
+                 "word\x0bword\x0cword" * 50_000]
     tok = numbatok.Tokenizer.from_pretrained(name, device="cpu")
     assert tok.encode_ragged(long_docs).to_list() == [e.ids for e in reference_tok(name).encode_batch(long_docs)]
     assert calls  # the segmented path ran
@@ -184,3 +188,18 @@ def test_segments_cut_only_at_safe_boundaries():
     assert orig.tolist() == [0, len(pieces) - 1] and len(pieces) > 50
     for p in pieces[1:-1]:
         assert text[p - 1:p] not in b" \t\n\r\x0b\x0c" and text[p:p + 1] in b" \t\n\r\x0b\x0c"
+
+
+def test_a_normalizer_that_is_not_per_character_keeps_rows_whole(monkeypatch):
+    """Prepend adds its text at the start of every row: a row cut into segments would get it once per
+    segment, so such a tokenizer is never cut (the ids stay the reference's)."""
+    import numba
+    from numbatok.backends import cpu
+    monkeypatch.setattr(numba, "get_num_threads", lambda: 4)
+    spec = json.load(open(vocab_path("bert-base-uncased"), encoding="utf-8"))
+    spec["normalizer"] = {"type": "Sequence", "normalizers": [spec["normalizer"], {"type": "Prepend", "prepend": "xyz "}]}
+    text = json.dumps(spec)
+    tok = numbatok.Tokenizer.from_str(text, device="cpu")
+    doc = ["tokens in a long row, " * 30_000]
+    assert tok.encode_ragged(doc).to_list() == [Tokenizer.from_str(text).encode_batch(doc)[0].ids]
+    assert not cpu._segmentable(tok) and cpu._segmentable(numbatok.Tokenizer.from_pretrained("bert-base-uncased"))

@@ -5,7 +5,10 @@ import numpy as np
 
 from .._numba import cpu_kernel, prange, prefetch
 from ..models.bpe import SMALL
-from ..pre_tokenizers import GPT2
+from ..pre_tokenizers import GPT2, SPLIT
+from ..pre_tokenizers.splitting import REMOVED
+from ..normalizers import chars, passes
+from ..unicode_tables import SPACE
 from ..added_tokens import first_bytes, holds_token, may_start
 from ..pre_tokenizers.byte_level import A_ADDED, ascii_classes, ascii_word, match_end
 from ..normalizers.passes import identity_alignment, is_nf, nf_piece, normalize_piece
@@ -621,12 +624,25 @@ def segment_rows(data, offsets, seg):
     return out[:k + 1].copy(), orig
 
 
+_PER_CHAR_HEADS = (passes.IDENT, passes.NFD, passes.NFKD)
+_PER_CHAR_OPS = (chars.CLEAN, chars.CJK, chars.STRIP_MN, chars.STRIP_MARK, chars.LOWERCASE)
+
+
 def _segmentable(tok):
-    """Rows may be cut at non-space -> space boundaries: GPT-2 pattern, no normalizer, no virtual
-    prefix space, and no added token that contains whitespace or strips the space after it."""
+    """Rows may be cut at `cut_at` boundaries when no added token contains whitespace or strips the
+    space after it, and either: the GPT-2 pattern alone, with no normalizer and no virtual prefix
+    space; or a pre-tokenizer that first splits on whitespace and removes it (BertPreTokenizer,
+    Whitespace, WhitespaceSplit) after a normalizer that maps each character on its own and keeps
+    a space a space (BertNormalizer, NFD, NFKD, Lowercase, StripAccents)."""
     pt = tok.spec.pre_tokenizer
-    return (tok._norm is None and pt.prog[0] == 1 and pt.prog[1] == GPT2 and not pt.add_prefix_space
-            and all(not a.rstrip and not any(c.isspace() for c in a.content) for a in tok.spec.added_tokens))
+    if any(a.rstrip or any(c.isspace() for c in a.content) for a in tok.spec.added_tokens) or pt.prog[0] < 1:
+        return False
+    if pt.prog[1] == GPT2:
+        return tok._norm is None and pt.prog[0] == 1 and not pt.add_prefix_space
+    if pt.prog[1] == SPLIT and pt.prog[2] == SPACE | (REMOVED << 8):
+        return tok._norm is None or all(head in _PER_CHAR_HEADS and all(op in _PER_CHAR_OPS for op in ops)
+                                        for head, _, _, ops in tok._norm.plan)
+    return False
 
 
 def encode_ids(tok, b, segment=True):
