@@ -245,8 +245,8 @@ def latency(run, docs):
 def versions():
     from importlib.metadata import PackageNotFoundError, version
     out = {"python": platform.python_version()}
-    for dist in ("numbatok", "numba", "numpy", "tokenizers", "tiktoken", "gigatoken", "fastokens", "cupy-cuda13x",
-                 "cupy-cuda12x"):
+    for dist in ("numbatok", "numba", "numba-cuda", "numpy", "tokenizers", "tiktoken", "gigatoken", "fastokens",
+                 "cupy-cuda13x", "cupy-cuda12x"):
         try:
             out[dist] = version(dist)
         except PackageNotFoundError:

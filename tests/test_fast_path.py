@@ -197,7 +197,8 @@ def test_a_normalizer_that_is_not_per_character_keeps_rows_whole(monkeypatch):
     from numbatok.backends import cpu
     monkeypatch.setattr(numba, "get_num_threads", lambda: 4)
     spec = json.load(open(vocab_path("bert-base-uncased"), encoding="utf-8"))
-    spec["normalizer"] = {"type": "Sequence", "normalizers": [spec["normalizer"], {"type": "Prepend", "prepend": "xyz "}]}
+    spec["normalizer"] = {"type": "Sequence",
+                          "normalizers": [spec["normalizer"], {"type": "Prepend", "prepend": "xyz "}]}
     text = json.dumps(spec)
     tok = numbatok.Tokenizer.from_str(text, device="cpu")
     doc = ["tokens in a long row, " * 30_000]
