@@ -5,10 +5,10 @@ its length is a cache miss per object: together most of an encode of English tex
 CPython keeps a compact str's characters right after its header (1, 2 or 4 bytes each), so compiled
 code can size and transcode every item on all threads, given only the objects' addresses.
 
-The header layout is read off sample strings at import and every kind of string is round-tripped
-through the converter before it is trusted; anything else (another interpreter, a free-threaded
-build, a layout that does not check out, a str subclass or non-str item, a lone surrogate) takes
-the plain path in `numbatok.batch`, which also raises the errors.
+The header layout is read off fresh sample strings at first use, and every kind of string is
+round-tripped through the converter before it is trusted; anything else (another interpreter, a
+free-threaded build, a layout that does not check out, a str subclass or non-str item, a lone
+surrogate) takes the plain path in `numbatok.batch`, which also raises the errors.
 """
 import ctypes
 import struct
@@ -41,6 +41,7 @@ def _pointer(ty):
 
 
 _u32, _u64 = _loader(types.uint32), _loader(types.uint64)
+_LIST_SIZE, _LIST_ITEMS = 16, 24  # a list's length and its pointer to its items, after refcount and type
 _p8, _p16, _p32 = _pointer(types.uint8), _pointer(types.uint16), _pointer(types.uint32)
 
 
@@ -79,7 +80,6 @@ def _encode(chars, out, p):
             p += 4
 
 
-# The GIL stays held while these run (nogil=False): no other thread can drop a str they read.
 @cpu_kernel(parallel=True, nogil=False)
 def _sizes(addrs, str_type, layout, nbytes):
     """UTF-8 size of every item, or -1 where it is not a plain compact str without surrogates."""
@@ -122,6 +122,30 @@ def _fill(addrs, layout, offsets, out):
             _encode(carray(_p16(a + compact_data), n), out, p)
         else:
             _encode(carray(_p32(a + compact_data), n), out, p)
+
+
+# One call from the list to the buffer, with the GIL held all along (nogil=False): no other Python
+# thread can change the list or drop a str while the threads read them.
+@cpu_kernel(nogil=False)
+def _convert(list_addr, str_type, layout):
+    """(ok, UTF-8 bytes, byte offsets) of the list at list_addr (ok False: the plain path must run)."""
+    n = np.int64(_u64(list_addr + _LIST_SIZE))
+    items = np.int64(_u64(list_addr + _LIST_ITEMS))
+    addrs = np.empty(n, np.int64)
+    for i in range(n):
+        addrs[i] = np.int64(_u64(items + 8 * i))
+    nbytes = np.empty(n, np.int64)
+    _sizes(addrs, str_type, layout, nbytes)
+    offsets = np.zeros(n + 1, np.int64)
+    total = 0
+    for i in range(n):
+        if nbytes[i] < 0:
+            return False, np.empty(0, np.uint8), offsets
+        total += nbytes[i]
+        offsets[i + 1] = total
+    out = np.empty(total, np.uint8)
+    _fill(addrs, layout, offsets, out)
+    return True, out, offsets
 
 
 def _probe():
@@ -172,22 +196,12 @@ def _check(layout):
         got[1].tolist() == np.cumsum([0] + [len(t.encode("utf-8")) for t in texts]).tolist()
 
 
-def _item_addresses(texts):
-    """The addresses of a list's items, copied from the list's own pointer array (no Python loop)."""
-    n = len(texts)
-    if n == 0:
-        return np.zeros(0, np.int64)
-    items = ctypes.c_void_p.from_address(id(texts) + _LIST_ITEMS).value
-    return np.ctypeslib.as_array((ctypes.c_int64 * n).from_address(items)).copy()
-
-
-_LIST_ITEMS = 24  # a list's pointer to its items: after the reference count, type and size
-
-
 def _list_layout_ok():
     texts = ["".join(["a", str(i)]) for i in range(5)]
-    return type(texts) is list and ctypes.c_ssize_t.from_address(id(texts) + 16).value == len(texts) and \
-        _item_addresses(texts).tolist() == [id(t) for t in texts]
+    if ctypes.c_ssize_t.from_address(id(texts) + _LIST_SIZE).value != len(texts):
+        return False
+    items = ctypes.c_void_p.from_address(id(texts) + _LIST_ITEMS).value
+    return list((ctypes.c_void_p * len(texts)).from_address(items)) == [id(t) for t in texts]
 
 
 def convert(texts, layout=None):
@@ -201,16 +215,8 @@ def convert(texts, layout=None):
         layout = _LAYOUT
     if layout is None:
         return None
-    addrs = _item_addresses(texts)
-    nbytes = np.empty(len(texts), np.int64)
-    _sizes(addrs, id(str), layout, nbytes)
-    if len(texts) and int(nbytes.min()) < 0:
-        return None
-    offsets = np.zeros(len(texts) + 1, np.int64)
-    np.cumsum(nbytes, out=offsets[1:])
-    out = np.empty(int(offsets[-1]), np.uint8)
-    _fill(addrs, layout, offsets, out)
-    return out, offsets
+    ok, out, offsets = _convert(id(texts), id(str), layout)
+    return (out, offsets) if ok else None
 
 
 _LAYOUT = False  # not probed yet (the first conversion does it)
