@@ -267,9 +267,8 @@ def merge_pieces(write, data, ps, pe, pk, row_piece, row_sub, amap_off, amap_dat
                  sub_row_piece, pb, out):
     """Normalized pieces of every row: an all-ASCII row's text pieces mapped byte by byte (amap), its
     added tokens' pieces copied; any other row's pieces copied from its normalized sub-batch row
-    row_sub[r]. Counts piece lengths into pb[1:] (write=False), or writes them at pb. `amap1`: when
-    every ASCII character maps to one byte or none (BERT's normalizer), the byte each maps to, else
-    empty: then a byte is one lookup, not a loop over its mapping."""
+    row_sub[r]. Counts piece lengths into pb[1:] (write=False), or writes them at pb. `amap1`: see
+    `Normalizer.ascii_map` (when not empty, a byte is one lookup, not a loop over its mapping)."""
     single = amap1.shape[0] == 128
     for r in prange(row_piece.shape[0] - 1):
         j = row_sub[r]
@@ -329,12 +328,7 @@ def normalize_rows_ids(norm, data, offsets, at, classes):
         sub_text, sub_pb, _, sub_row_piece = normalize_rows(norm, *gather_rows(data, offsets, other), at,
                                                             classes)[:4]
     pb = np.zeros(ps.shape[0] + 1, np.int64)
-    lens = np.diff(amap[0])
-    amap1 = np.zeros(0, np.uint8)
-    if lens.max() <= 1:
-        amap1 = np.zeros(128, np.uint8)
-        amap1[lens == 1] = amap[1][amap[0][:-1][lens == 1]]
-    args = (data, ps, pe, pk, row_piece, row_sub, *amap, _readonly(amap1), sub_text, sub_pb, sub_row_piece)
+    args = (data, ps, pe, pk, row_piece, row_sub, *amap, sub_text, sub_pb, sub_row_piece)
     merge_pieces(False, *args, pb, np.zeros(1, np.uint8))
     np.cumsum(pb, out=pb)
     text = np.empty(int(pb[-1]), np.uint8)

@@ -356,7 +356,7 @@ def encode(tok, b, want_spans):
     if cpu._segmentable(tok) and int(offsets.shape[0]) > 1:
         offsets, orig = _segments(m, data, rows)
     text, text_off, row_word, ws, we, wv, wk, align = _words(tok, t, m, data, offsets)
-    nw = int(row_word[-1])
+    nw = int(ws.shape[0])  # (known on the host: no read back from the device)
     cap_off, cap_ids, cap_st, cap_en, ntok = _model_distinct(tok, t, m, text, ws, we, wv, wk)
     word_tok = _scan(m, ntok)
     T = int(word_tok[-1])

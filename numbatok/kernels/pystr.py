@@ -20,6 +20,7 @@ from numba import carray, types
 from numba.extending import intrinsic
 
 from .._numba import cpu_kernel, jitable, prange
+from .utf8 import encode, encoded_len
 
 
 def _loader(ty):
@@ -50,34 +51,16 @@ def _utf8_size(chars):
     total = 0
     for j in range(chars.shape[0]):
         cp = np.int64(chars[j])
-        total += 1 if cp < 0x80 else 2 if cp < 0x800 else 3 if cp < 0x10000 else 4
         if cp >= 0xD800 and cp < 0xE000:
             return -1
+        total += encoded_len(cp)
     return total
 
 
 @jitable
 def _encode(chars, out, p):
     for j in range(chars.shape[0]):
-        cp = np.int64(chars[j])
-        if cp < 0x80:
-            out[p] = cp
-            p += 1
-        elif cp < 0x800:
-            out[p] = 0xC0 | (cp >> 6)
-            out[p + 1] = 0x80 | (cp & 0x3F)
-            p += 2
-        elif cp < 0x10000:
-            out[p] = 0xE0 | (cp >> 12)
-            out[p + 1] = 0x80 | ((cp >> 6) & 0x3F)
-            out[p + 2] = 0x80 | (cp & 0x3F)
-            p += 3
-        else:
-            out[p] = 0xF0 | (cp >> 18)
-            out[p + 1] = 0x80 | ((cp >> 12) & 0x3F)
-            out[p + 2] = 0x80 | ((cp >> 6) & 0x3F)
-            out[p + 3] = 0x80 | (cp & 0x3F)
-            p += 4
+        p += encode(out, p, np.int64(chars[j]))
 
 
 @cpu_kernel(parallel=True, nogil=False)

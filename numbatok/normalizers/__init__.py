@@ -69,10 +69,12 @@ class Normalizer:
         return [raw[ends[r]:ends[r + 1]].decode("utf-8") for r in range(len(ends) - 1)]
 
     def ascii_map(self):
-        """(offsets[129], bytes): what each ASCII character normalizes to, when every all-ASCII text
-        normalizes character by character (heads identity or NF only, which leave ASCII unchanged, and
-        every ASCII character normalizes to ASCII); None otherwise. The ids-only fast path maps
-        all-ASCII rows with it in one pass, without the alignments."""
+        """(offsets[129], bytes, one): what each ASCII character normalizes to, when every all-ASCII
+        text normalizes character by character (heads identity or NF only, which leave ASCII unchanged,
+        and every ASCII character normalizes to ASCII); None otherwise. `one`: when every character
+        maps to one byte or none (BERT's normalizer), the byte each maps to (read-only), else empty:
+        then a byte is one lookup. The ids-only fast path maps all-ASCII rows with it in one pass,
+        without the alignments."""
         if not hasattr(self, "_ascii"):
             self._ascii = None
             if all(h in (passes.IDENT, NFD, NFKD, NFC, NFKC) for h, _, _, _ in self.plan):
@@ -80,7 +82,13 @@ class Normalizer:
                 if all(o.isascii() for o in outs):
                     off = np.zeros(129, np.int64)
                     np.cumsum([len(o) for o in outs], out=off[1:])
-                    self._ascii = (off, np.frombuffer(b"".join(outs) + b"\0", np.uint8).copy())
+                    data = np.frombuffer(b"".join(outs) + b"\0", np.uint8).copy()
+                    lens = np.diff(off)
+                    one = np.zeros(128 if lens.max() <= 1 else 0, np.uint8)
+                    if one.shape[0]:
+                        one[lens == 1] = data[off[:-1][lens == 1]]
+                    one.flags.writeable = False  # (the array type every call compiles for)
+                    self._ascii = (off, data, one)
         return self._ascii
 
     def __repr__(self):
