@@ -4,7 +4,7 @@ import functools
 import numpy as np
 
 from .._numba import cpu_kernel, prange, prefetch
-from ..models.bpe import SMALL
+from ..models.bpe import SMALL, merge_byte_word
 from ..pre_tokenizers import GPT2, SPLIT
 from ..pre_tokenizers.splitting import REMOVED
 from ..normalizers import chars, passes
@@ -438,6 +438,7 @@ def encode_ids_chunks(c_lo, c_hi, text, text_off, pb, pk, row_piece, normalized,
     table prefetched), then their lookups. With `asc` (GPT-2 pattern, no normalizer, no prefix space)
     a row that holds no added token's bytes is scanned here, ASCII runs keyed as they are read."""
     extra = params[1] + params[2] + 8
+    bytewise = (params[3] & 16) != 0 and (params[3] & 4) == 0  # every byte a symbol, merges always apply
     fused = asc.shape[0] == 256
     rec_flat = rec.reshape(rec.shape[0] * 4)
     rmask = np.uint64(rec.shape[0] - 1)
@@ -546,13 +547,16 @@ def encode_ids_chunks(c_lo, c_hi, text, text_off, pb, pk, row_piece, normalized,
                                 out[pos + q] = out[p0 + q]
                             pos += k
                             continue
-                    if m + 1 > scratch:
-                        scratch = 2 * m + 2
-                        w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf = model_scratch(scratch,
-                                                                                                       extra)
-                    k = word_tokens(text, s, e, v, -1, tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
-                                    byte_ids, byte_fallback_ids, affix, params,
-                                    w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf)
+                    if bytewise and m <= SMALL:
+                        k = merge_byte_word(text, s, e, v, byte_ids, byte_pairs, merges, params[0], sym_id, new_buf)
+                    else:
+                        if m + 1 > scratch:
+                            scratch = 2 * m + 2
+                            w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf = model_scratch(
+                                scratch, extra)
+                        k = word_tokens(text, s, e, v, -1, tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
+                                        byte_ids, byte_fallback_ids, affix, params,
+                                        w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf)
                     for q in range(k):
                         out[pos + q] = sym_id[q]
                     if m <= LONG_BYTES and room > 0 and k <= MAX_IDS:

@@ -217,6 +217,15 @@ def pending(local):
     return n, ids, kb
 
 
+@cpu_kernel(parallel=True)
+def _zero(rec):
+    # np.empty, then zeroed by every thread: the first touch of fresh pages, the costly part of a
+    # grown table, is shared (np.zeros would leave it all to the one thread that rehashes)
+    for i in prange(rec.shape[0]):
+        for q in range(4):
+            rec[i, q] = 0
+
+
 @cpu_kernel
 def _rehash(old, rec):
     for j in range(old.shape[0]):
@@ -300,6 +309,7 @@ class WordCache:
         if klen > self.kdata.shape[0]:
             self.kdata = np.concatenate([self.kdata, np.zeros(klen - self.kdata.shape[0], np.uint8)])
         if size > self.rec.shape[0]:
-            rec = np.zeros((size, 4), np.uint64)
+            rec = np.empty((size, 4), np.uint64)
+            _zero(rec)
             _rehash(self.rec, rec)
             self.rec = rec

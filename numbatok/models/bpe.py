@@ -14,7 +14,7 @@ from ..kernels.utf8 import seq_len
 
 NAME = "BPE"
 SMALL = 64
-NO_RANK = np.int32(2**31 - 1)
+NO_PAIR = np.int64(2**63 - 1)
 
 
 @jitable
@@ -156,6 +156,53 @@ def merge_linear(sym_id, sym_st, sym_en, n, merges, n_ids, rank_buf, new_buf, by
             rank_buf[best - 1], new_buf[best - 1] = _rank(merges, n_ids, sym_id[best - 1], sym_id[best])
         if best < n - 1:
             rank_buf[best], new_buf[best] = _rank(merges, n_ids, sym_id[best], sym_id[best + 1])
+    return n
+
+
+@jitable
+def _packed_rank(merges, n_ids, left, right):
+    # rank << 32 | merged id of the pair (ranks order merges; a rank names one merge, so one id),
+    # NO_PAIR when it never merges
+    v = pair_value(merges, np.int64(left) * n_ids + right)
+    if v < 0:
+        return NO_PAIR
+    if merges.shape[1] == 4:
+        return ((v >> 16) << 32) | (v & 0xFFFF)
+    return v
+
+
+@jitable
+def merge_byte_word(data, s, e, virt, byte_ids, byte_pairs, merges, n_ids, sym_id, rv):
+    """Ids of a byte-level word data[s:e] (a virtual space first if virt) of at most SMALL bytes, for
+    vocabularies where every byte is a symbol and no affix applies (flag bit 4): `merge_linear`
+    without spans, over one packed (rank, id) array, the ids-only fast path's model. Returns the count."""
+    n = e - s + virt
+    prev = 32 if virt else data[s]
+    sym_id[0] = byte_ids[prev]
+    for j in range(1, n):
+        c = data[s + j - virt]
+        sym_id[j] = byte_ids[c]
+        x = byte_pairs[np.int64(prev) * 256 + c]
+        rv[j - 1] = x if x >= 0 else NO_PAIR
+        prev = c
+    while n > 1:
+        best = 0
+        low = rv[0]
+        for j in range(1, n - 1):
+            if rv[j] < low:  # strictly lower: the leftmost of equal ranks wins
+                low = rv[j]
+                best = j
+        if low == NO_PAIR:
+            break
+        sym_id[best] = np.int32(low & 0xFFFFFFFF)
+        n -= 1
+        for j in range(best + 1, n):
+            sym_id[j] = sym_id[j + 1]
+            rv[j] = rv[j + 1]
+        if best > 0:
+            rv[best - 1] = _packed_rank(merges, n_ids, sym_id[best - 1], sym_id[best])
+        if best < n - 1:
+            rv[best] = _packed_rank(merges, n_ids, sym_id[best], sym_id[best + 1])
     return n
 
 
