@@ -5,7 +5,8 @@ synchronized around it (so the stages add up to a little more than an unprofiled
 
 Prints, for big.txt paragraphs x repeat: the host conversion (list[str] -> bytes + offsets), the copy to
 the device, every kernel launch and the steps between them (scans, sorts, gathers), the ragged
-assembly and the copy back; the best of --reps warm runs.
+assembly and the copy back; the best of --reps warm runs. Then the device memory a pass holds per
+input byte, and one run under a small gpu_memory_budget (in groups of rows).
 """
 import argparse
 import collections
@@ -94,6 +95,39 @@ def main():
     for k, v in sorted(t.items(), key=lambda kv: -kv[1]):
         extra = f"  ({n_launch[k[7:]]} launches)" if k.startswith("kernel") else ""
         print(f"  {v * 1e3:9.2f} ms  {k}{extra}")
+    if not bc.SIMULATOR:
+        memory(tok, db, h, nbytes, m, sync)
+
+
+def memory(tok, db, want, nbytes, m, sync):
+    """Device memory one pass holds at its peak (the pool's high-water mark, from an empty pool), per
+    input byte, against the estimate the budget uses; then the same batch under a budget of a quarter
+    of the ids pass's need: it must run in groups, give the same ids and stay within the budget."""
+    from numbatok.backends import cuda as bc
+    pool = m.get_default_memory_pool()
+    for spans in (False, True):
+        pool.free_all_blocks()
+        base = pool.total_bytes()
+        r = tok.encode_ragged(db, add_special_tokens=False, return_offsets=spans)
+        sync()
+        peak = pool.total_bytes() - base
+        del r
+        print(f"device memory, {'ids and offsets' if spans else 'ids'}: peak {peak / nbytes:.0f} bytes per input "
+              f"byte (the budget assumes {bc.work_per_byte(tok, spans)})")
+    tok.gpu_memory_budget = bc.work_per_byte(tok, False) * nbytes // 4
+    pool.free_all_blocks()
+    base = pool.total_bytes()
+    sync()
+    t0 = time.perf_counter()
+    r = tok.encode_ragged(db, add_special_tokens=False)
+    sync()
+    t = time.perf_counter() - t0
+    peak = pool.total_bytes() - base
+    groups = len(tok._row_groups([db], False))
+    same = bool(np.array_equal(r.ids.get(), want.ids) and np.array_equal(r.row_offsets.get(), want.row_offsets))
+    print(f"budget {tok.gpu_memory_budget / 1e6:.0f} MB: {groups} groups, {t * 1e3:.1f} ms, peak "
+          f"{peak / 1e6:.0f} MB, same ids: {same}")
+    tok.gpu_memory_budget = None
 
 
 if __name__ == "__main__":

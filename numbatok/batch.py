@@ -42,6 +42,12 @@ class Batch:
         return int(self.data.shape[0])
 
 
+def rows(b, lo, hi):
+    """Rows lo..hi-1 of Batch `b` as a batch of their own (views; host or device arrays alike)."""
+    a, z = int(b.offsets[lo]), int(b.offsets[hi])
+    return Batch(b.data[a:z], b.offsets[lo:hi + 1] - a)
+
+
 @cpu_kernel
 def _char_to_byte_offsets(data, char_offsets):
     # Walks the joined UTF-8 once, turning character offsets into byte offsets.

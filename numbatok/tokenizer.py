@@ -76,9 +76,11 @@ def _resolve_device(device):
 class Tokenizer:
     """A tokenizer.json, encoded and decoded exactly as the `tokenizers` package does."""
 
-    def __init__(self, spec, device="auto", json_text=None):
+    def __init__(self, spec, device="auto", json_text=None, gpu_memory_budget=None):
         self.spec = spec
         self.device = _resolve_device(device)
+        # device bytes one GPU pass may hold; larger batches run in groups of rows (None: half the GPU)
+        self.gpu_memory_budget = _budget(gpu_memory_budget)
         # device="auto" on a GPU machine still encodes small calls on the CPU (launches and copies
         # cost more than they save there); see AUTO_GPU_MIN_BYTES_PER_THREAD.
         self._auto = device == "auto"
@@ -90,24 +92,28 @@ class Tokenizer:
 
     # ---- loading ----
     @classmethod
-    def from_str(cls, json_text, device="auto"):
-        return cls(_spec.parse(json_text), device=device, json_text=json_text)
+    def from_str(cls, json_text, device="auto", gpu_memory_budget=None):
+        return cls(_spec.parse(json_text), device=device, json_text=json_text, gpu_memory_budget=gpu_memory_budget)
 
     @classmethod
-    def from_file(cls, path, device="auto"):
+    def from_file(cls, path, device="auto", gpu_memory_budget=None):
         _resolve_device(device)  # a device problem is not the file's: report it first, plainly
+        _budget(gpu_memory_budget)
         with open(path, encoding="utf-8") as f:
             text = f.read()
         try:
             spec = _spec.parse(text)
         except NumbatokError as e:
             raise type(e)(f"{path}: {e}") from None
-        return cls(spec, device=device, json_text=text)
+        return cls(spec, device=device, json_text=text, gpu_memory_budget=gpu_memory_budget)
 
     @classmethod
-    def from_pretrained(cls, name_or_path, device="auto"):
-        """A name shipped with numbatok (see `numbatok.shipped_names()`) or a local path."""
-        return cls.from_file(resolve_path(name_or_path), device=device)
+    def from_pretrained(cls, name_or_path, device="auto", gpu_memory_budget=None):
+        """A name shipped with numbatok (see `numbatok.shipped_names()`) or a local path.
+
+        gpu_memory_budget: bytes of GPU memory one encode may work in (default: half the GPU's). A
+        larger batch is encoded in groups of whole rows, one after another, and the results joined."""
+        return cls.from_file(resolve_path(name_or_path), device=device, gpu_memory_budget=gpu_memory_budget)
 
     def _build_tables(self):
         s = self.spec
@@ -183,11 +189,11 @@ class Tokenizer:
         return self._sha256
 
     # ---- encode ----
-    def _run(self, b, want_spans):
+    def _run(self, b, want_spans, device=None):
         if self._unk_missing:
             raise NumbatokError(f"model.unk_token {self.spec.model.unk_token!r} is not in the vocab: the "
                                 "reference fails on any word that needs it; fix the file's unk_token")
-        if self._device_for(b) == "cuda":
+        if (device or self._device_for(b)) == "cuda":
             from .backends import cuda as backend
             return backend.encode(self, b, want_spans)
         if not want_spans:
@@ -202,6 +208,32 @@ class Tokenizer:
             if b.data.shape[0] < AUTO_GPU_MIN_BYTES_PER_THREAD * numba.get_num_threads():
                 return "cpu"
         return self.device
+
+    def _row_groups(self, batches, want_spans):
+        """Row ranges [lo, hi) to run on the GPU one after another so that each pass's working memory
+        stays within gpu_memory_budget (one range when everything fits). A row is never split: one
+        row larger than a group's share runs alone."""
+        from .backends import cpu, cuda
+        n = len(batches[0])
+        sizes = sum(np.diff(_host(b.offsets)) for b in batches)
+        budget = self.gpu_memory_budget or cuda.default_budget()
+        limit = max(budget // cuda.work_per_byte(self, want_spans), 1)
+        if n == 0 or int(sizes.sum()) <= limit:
+            return [(0, n)]
+        bounds = cpu.row_groups(np.ascontiguousarray(sizes, np.int64), limit).tolist()
+        return list(zip(bounds[:-1], bounds[1:]))
+
+    def _runs_assembled(self, batches, add_special_tokens, want_spans, truncation):
+        """`_assemble` over one run per batch (texts, and their pairs); on the GPU in groups of rows
+        (`_row_groups`), whose outputs are joined."""
+        device = self._device_for(batches[0])
+        groups = self._row_groups(batches, want_spans) if device == "cuda" else [(0, len(batches[0]))]
+        if len(groups) == 1:
+            return self._assemble([self._run(b, want_spans, device) for b in batches], add_special_tokens,
+                                  want_spans, truncation)
+        return _join_outputs([self._assemble([self._run(_batch.rows(b, lo, hi), want_spans, device)
+                                              for b in batches], add_special_tokens, want_spans, truncation)
+                              for lo, hi in groups])
 
     def _run_ids(self, b):
         """CPU ids and row token offsets: the fused kernel with the word cache, over slices of about
@@ -354,7 +386,7 @@ class Tokenizer:
                 any(it[0] == "seq" for it in self.spec.post_processor.single):
             r = self._run(b, False)
             return RaggedEncoding(*self._add_specials(r["ids"], r["row_tok"], add_special_tokens))
-        out = self._assemble([self._run(b, return_offsets)], add_special_tokens, return_offsets, self._truncation)
+        out = self._runs_assembled([b], add_special_tokens, return_offsets, self._truncation)
         if not return_offsets:
             return RaggedEncoding(out["ids"], out["row_offsets"])
         return RaggedEncoding(out["ids"], out["row_offsets"], offsets=out["offsets"], type_ids=out["type_ids"],
@@ -364,7 +396,12 @@ class Tokenizer:
         """Each text encoded alone (no special tokens, untrimmed character offsets): Encoding objects
         carrying what truncation, trimming and templates need."""
         b = _batch.to_batch(texts)
-        r = _host(self._run(b, True))
+        device = self._device_for(b)
+        if device == "cuda":
+            groups = self._row_groups([b], True)
+            if len(groups) > 1:
+                return [e for lo, hi in groups for e in self._raw_encodings(_batch.rows(b, lo, hi))]
+        r = _host(self._run(b, True, device))
         n = len(r["row_tok"]) - 1
         T = len(r["ids"])
         tok_row = _segment_ids(np, r["row_tok"], T)
@@ -518,10 +555,8 @@ class Tokenizer:
             if max_length is None:
                 raise NumbatokError("truncation needs max_length (numbatok does not know the model's maximum)")
             trunc = Truncation(int(max_length), int(stride), "longest_first" if truncation is True else truncation)
-        runs = [self._run(_batch.to_batch(texts), return_offsets_mapping)]
-        if pairs is not None:
-            runs.append(self._run(_batch.to_batch(pairs), return_offsets_mapping))
-        out = self._assemble(runs, add_special_tokens, return_offsets_mapping, trunc)
+        batches = [_batch.to_batch(texts)] + ([_batch.to_batch(pairs)] if pairs is not None else [])
+        out = self._runs_assembled(batches, add_special_tokens, return_offsets_mapping, trunc)
         fields = {"input_ids": out["ids"], "token_type_ids": out["type_ids"]}
         if return_offsets_mapping:
             fields["offset_mapping"] = out["offsets"]
@@ -563,6 +598,27 @@ class Tokenizer:
 
     def __repr__(self):
         return f"Tokenizer(model={type(self.spec.model).__name__[:-4]}, vocab_size={self.vocab_size}, device={self.device!r})"
+
+
+def _budget(value):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise NumbatokError(f"gpu_memory_budget must be a positive number of bytes (or None for half the GPU's "
+                            f"memory), not {value!r}")
+    return int(value)
+
+
+def _join_outputs(outs):
+    """`_assemble` outputs of consecutive row groups -> one output (numpy or CuPy)."""
+    m = _xp(outs[0]["ids"])
+    starts = [0]
+    for o in outs[:-1]:
+        starts.append(starts[-1] + int(o["row_offsets"][-1]))
+    joined = {k: m.concatenate([o[k] for o in outs]) for k in outs[0] if k != "row_offsets"}
+    joined["row_offsets"] = m.concatenate([outs[0]["row_offsets"]] +
+                                          [o["row_offsets"][1:] + s for o, s in zip(outs[1:], starts[1:])])
+    return joined
 
 
 def _segment_ids(m, seg_offsets, total):

@@ -61,6 +61,21 @@ SIM_SCRIPT = textwrap.dedent(r'''
     width = max(len(e.ids) for e in want)
     assert out["input_ids"].tolist() == [e.ids + [0] * (width - len(e.ids)) for e in want]
     assert out["token_type_ids"].tolist() == [e.type_ids + [0] * (width - len(e.ids)) for e in want]
+    # a tiny gpu_memory_budget: rows in groups of ~20 bytes, run one after another and joined, the same output
+    from numbatok.batch import to_batch
+    for name in ("gpt2", "bert-base-uncased"):
+        whole = numbatok.Tokenizer.from_pretrained(name, device="cuda")
+        parts = numbatok.Tokenizer.from_pretrained(name, device="cuda")
+        parts.gpu_memory_budget = 20 * bc.work_per_byte(parts, True)
+        assert len(parts._row_groups([to_batch(docs)], True)) > 3
+        a, b = whole.encode_ragged(docs, return_offsets=True), parts.encode_ragged(docs, return_offsets=True)
+        for f in ("ids", "row_offsets", "offsets", "type_ids", "special_tokens_mask", "word_ids"):
+            assert np.array_equal(getattr(a, f), getattr(b, f)), (name, f)
+        kw = dict(padding=True, truncation=True, max_length=7, return_offsets_mapping=True)
+        a, b = whole(docs, docs[::-1], **kw), parts(docs, docs[::-1], **kw)
+        assert all(np.array_equal(a[k], b[k]) for k in a), name
+        assert [e.ids for e in whole.encode_batch(docs)] == [e.ids for e in parts.encode_batch(docs)]
+        assert [e.offsets for e in whole.encode_batch(docs)] == [e.offsets for e in parts.encode_batch(docs)]
     print("simulator ok", len(docs))
 ''')
 

@@ -119,6 +119,18 @@ def test_unknown_name_and_device():
         numbatok.Tokenizer.from_pretrained("gpt2", device="tpu")
 
 
+def test_gpu_memory_budget_is_checked_and_splits_rows_into_groups():
+    for bad in (0, -1, 1.5, "8GB", True):
+        with pytest.raises(NumbatokError, match="gpu_memory_budget must be a positive number of bytes"):
+            numbatok.Tokenizer.from_pretrained("gpt2", device="cpu", gpu_memory_budget=bad)
+    from numbatok.backends.cpu import row_groups
+    sizes = np.array([3, 4, 0, 10, 2, 2, 2, 9], np.int64)
+    # groups of at most 6 bytes; the 10- and 9-byte rows alone; the empty row joins its group
+    assert row_groups(sizes, 6).tolist() == [0, 1, 3, 4, 7, 8]
+    assert row_groups(sizes, 100).tolist() == [0, 8]
+    assert row_groups(np.zeros(0, np.int64), 6).tolist() == [0, 0]
+
+
 def test_auto_device_without_gpu_is_cpu():
     from numbatok.backends import gpu_available
     if not gpu_available():

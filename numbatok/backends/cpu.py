@@ -172,6 +172,24 @@ def gather_bytes(table, table_off, ids, keep, row_offsets):
     return out, offs
 
 
+@cpu_kernel
+def row_groups(sizes, limit):
+    """Bounds of consecutive row groups of at most `limit` bytes each (a larger row alone)."""
+    n = sizes.shape[0]
+    out = np.empty(n + 2, np.int64)
+    out[0] = 0
+    k = 0
+    acc = 0
+    for r in range(n):
+        if acc > 0 and acc + sizes[r] > limit:
+            k += 1
+            out[k] = r
+            acc = 0
+        acc += sizes[r]
+    out[k + 1] = n
+    return out[:k + 2].copy()
+
+
 def _scan(counts):
     off = np.zeros(counts.shape[0] + 1, dtype=np.int64)
     np.cumsum(counts, out=off[1:])

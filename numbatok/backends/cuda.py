@@ -181,6 +181,27 @@ KERNELS = [count_words_kernel, fill_words_kernel, encode_words_kernel, compact_k
            cut_points_kernel, word_hash_kernel, differs_kernel]
 
 
+# Device bytes one pass holds at its peak per byte of input text: an estimate from the pipeline's
+# allocations (word arrays, the distinct-word sort, per-token spans, the assembly) for prose, with
+# room for short-word text; `gpu_profile.py` prints the measured peak. Tokenizer.gpu_memory_budget
+# divided by this is the text one pass takes.
+WORK_PER_BYTE = 64
+WORK_PER_BYTE_SPANS = 192
+
+
+def work_per_byte(tok, want_spans):
+    per = WORK_PER_BYTE_SPANS if want_spans else WORK_PER_BYTE
+    return per + per // 2 * (tok._norm is not None)  # a normalizer keeps alignments per byte of each pass
+
+
+def default_budget():
+    """Half the GPU's memory (unbounded under the simulator, whose "device" is host memory)."""
+    if SIMULATOR:
+        return 1 << 62
+    import cupy
+    return cupy.cuda.runtime.memGetInfo()[1] // 2
+
+
 def xp():
     """The array module that pairs with the kernels: CuPy on a GPU, numpy under the simulator."""
     if SIMULATOR:
