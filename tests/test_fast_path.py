@@ -37,6 +37,7 @@ def test_cold_then_warm_cache(name, docs):
     assert len(tok._word_cache) == 0
     assert tok.encode_ragged(docs).to_list() == ref_ids(name, docs)
     assert len(tok._word_cache) > 1000  # words were cached, and the next call reads them
+    assert not tok._word_cache._spare[:, 0].any()  # the chunk tables, kept for the next call, are empty again
     assert tok.encode_ragged(docs).to_list() == ref_ids(name, docs)
 
 
@@ -49,6 +50,8 @@ def test_full_cache_stops_adding_and_stays_exact(docs):
     assert 0 < len(tok._word_cache) <= 500
     assert 0 < tok._word_cache.state[3] <= 2000  # long words' key bytes
     assert tok.encode_ragged(sample).to_list() == expect
+    # the chunk tables kept for the next call are empty again, words not cached included
+    assert tok._word_cache._spare is not None and not tok._word_cache._spare[:, 0].any()
 
 
 @pytest.mark.parametrize("prefix_space", [False, True])

@@ -694,10 +694,11 @@ def encode_ids(tok, b, segment=True):
     chunk_cap = _scan(cap)
     # a chunk's own table (at most half full): small enough to stay in cache
     chunk_tab = _scan(_pow2(np.minimum(chunk_bytes // 16 + 64, 1 << 14)))
-    local = np.zeros((int(chunk_tab[-1]), 4), np.uint64)
+    cache = tok._word_cache
+    spare = cache.scratch(int(chunk_tab[-1]))
+    local = spare[:int(chunk_tab[-1])]
     out = np.empty(int(chunk_cap[-1]), np.int32)
     row_ntok = np.zeros(n, np.int64)
-    cache = tok._word_cache
     scan = tok._norm is None and pt.prog[0] == 1 and pt.prog[1] == GPT2 and not pt.add_prefix_space
     asc, first4 = _scan_tables(at[4].tobytes())
     if not scan:
@@ -716,6 +717,7 @@ def encode_ids(tok, b, segment=True):
         finally:
             cache.release()
         cache.add(local[chunk_tab[lo]:chunk_tab[hi]], out, text)
+    cache.give_back(spare)  # (every chunk table taken in by `add`: empty again)
     row_off = _scan(row_ntok)
     ids = np.empty(int(row_off[-1]), np.int32)
     gather_chunks(out, chunk_cap, chunk_row, row_off, ids)

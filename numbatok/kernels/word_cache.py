@@ -144,7 +144,8 @@ def cached_ids(v, idata, out, pos):
 def insert_new(local, out, text, rec, idata, kdata, state):
     """Adds the words of one call's per-chunk tables (`local`, ids in `out`, long keys in `text`) to
     the shared table. state = [entries, ids used, max entries, key bytes used, max key bytes]. Returns
-    how many did not fit (the caller grows the arrays and calls again)."""
+    how many did not fit (the caller grows the arrays and calls again). Every record it is done with
+    is emptied, so the chunk tables are all empty again once nothing is left (see `WordCache.scratch`)."""
     n = state[0]
     ni = state[1]
     nk = state[3]
@@ -160,15 +161,14 @@ def insert_new(local, out, text, rec, idata, kdata, state):
             slot = probe_long(rec, h, m, text, np.int64(k0), np.int64(k1), kdata)
         else:
             slot = probe(rec, h, k0, k1, m)
-        if slot >= 0:
-            continue
-        if n >= state[2]:
-            break
-        if long and nk + m > state[4]:  # long keys have their own budget; those words keep running the model
-            continue
         k, p = meta_ids(v)
         if 2 * (n + 1) > rec.shape[0] or ni + k > idata.shape[0] or (long and nk + m > kdata.shape[0]):
-            left += 1
+            if slot < 0 and n < state[2] and not (long and nk + m > state[4]):
+                left += 1
+                continue
+        local[j, 0] = 0
+        # cached already; the cache is full; or long keys over their own budget (those words keep running the model)
+        if slot >= 0 or n >= state[2] or (long and nk + m > state[4]):
             continue
         inline = k <= 2 and out[p] < (1 << 24) and out[p + k - 1] < (1 << 24)
         if inline:
@@ -249,6 +249,7 @@ class WordCache:
         self.max_entries = max_entries
         self.max_key_bytes = max_key_bytes
         self.readers = 0
+        self._spare = None  # chunk tables of an earlier call, empty again (see `scratch`)
         self.clear()
 
     def clear(self):
@@ -276,6 +277,23 @@ class WordCache:
             while left:  # (not expected: `pending` is an upper bound)
                 self._reserve(left, MAX_IDS * left, LONG_BYTES * left)
                 left = insert_new(local, out, text, self.rec, self.idata, self.kdata, self.state)
+
+    def scratch(self, n):
+        """Empty records for one call's chunk tables: the spare array when it is free and large enough,
+        else a new one (np.empty, zeroed by every thread: transparent huge pages, where np.zeros' lazily
+        zeroed 4 KB pages cost a page fault and TLB misses on every random first touch). Return it with
+        `give_back` once `add` has taken in every chunk: it is empty again then."""
+        with self.lock:
+            buf, self._spare = self._spare, None
+        if buf is None or buf.shape[0] < n:
+            buf = np.empty((max(n, 1), 4), np.uint64)
+            _zero(buf)
+        return buf
+
+    def give_back(self, buf):
+        with self.lock:
+            if self._spare is None or self._spare.shape[0] < buf.shape[0]:
+                self._spare = buf
 
     def snapshot(self):
         """(records, ids, long keys) for a call's lookups, arrays that belong together and that nobody
