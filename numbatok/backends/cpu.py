@@ -446,11 +446,13 @@ BLOCK = 32  # words per block of the fused loop: their table lookups are prefetc
 def encode_ids_chunks(c_lo, c_hi, text, text_off, pb, pk, row_piece, normalized, chunk_row, chunk_cap, chunk_tab,
                       pt_kind, pt_prefix, classes, asc, first4, at_data, at_off, at_ids, at_flags, at_first,
                       tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
-                      byte_ids, byte_fallback_ids, affix, params, rec, idata, kdata, local, out, row_ntok):
+                      byte_ids, byte_fallback_ids, affix, params, rec, idata, kdata, local, out, row_ntok,
+                      chunk_new):
     """One prange iteration per chunk of rows c_lo..c_hi-1: pre-tokenize a row, then each word's ids come from the
     shared cache (`rec`/`idata`, read-only here), from the words this chunk already tokenized (its
     own table, local[chunk_tab[c]:chunk_tab[c + 1]]), or from the model. ids go to out[chunk_cap[c]:],
-    room for a chunk's worst case; the chunk tables are what `WordCache.add` takes in afterwards.
+    room for a chunk's worst case; the chunk tables are what `WordCache.add` takes in afterwards
+    (chunk_new[c]: how many words chunk c put in its table).
 
     Words go in blocks: the spans and keys of up to BLOCK words first (each word's slot in the shared
     table prefetched), then their lookups. With `asc` (GPT-2 pattern, no normalizer, no prefix space)
@@ -586,6 +588,7 @@ def encode_ids_chunks(c_lo, c_hi, text, text_off, pb, pk, row_piece, normalized,
                         room -= 1
                     pos += k
             row_ntok[r] = pos - start
+        chunk_new[c] = tab.shape[0] // 2 - room
 
 
 @cpu_kernel(parallel=True)
@@ -706,6 +709,7 @@ def encode_ids(tok, b, segment=True):
     # Waves of 1, 2, then the rest of the chunks per thread: the first waves fill the shared cache
     # with the frequent words, so later chunks do not each run the model on them again.
     n_chunks = len(chunk_row) - 1
+    chunk_new = np.zeros(n_chunks, np.int64)
     t = numba.get_num_threads()
     cuts = [0] + [c for c in (t, 3 * t) if c < n_chunks] + [n_chunks]
     for lo, hi in zip(cuts[:-1], cuts[1:]):
@@ -713,10 +717,12 @@ def encode_ids(tok, b, segment=True):
         try:
             encode_ids_chunks(lo, hi, text, text_off, pb, pk, row_piece, tok._norm is not None, chunk_row,
                               chunk_cap, chunk_tab, pt.prog, pt.add_prefix_space, tok._classes, asc, first4, *at,
-                              *tok._model.arrays(), rec, idata, kdata, local, out, row_ntok)
+                              *tok._model.arrays(), rec, idata, kdata, local, out, row_ntok, chunk_new)
         finally:
             cache.release()
-        cache.add(local[chunk_tab[lo]:chunk_tab[hi]], out, text)
+        new = np.flatnonzero(chunk_new[lo:hi]) + lo
+        if new.shape[0]:  # (a call whose words are all cached has nothing to add, nor tables to scan)
+            cache.add(local[chunk_tab[new[0]]:chunk_tab[new[-1] + 1]], out, text)
     cache.give_back(spare)  # (every chunk table taken in by `add`: empty again)
     row_off = _scan(row_ntok)
     ids = np.empty(int(row_off[-1]), np.int32)
