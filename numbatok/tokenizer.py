@@ -150,13 +150,19 @@ class Tokenizer:
         self._word_cache = WordCache()
         self._added = AddedTable(s.added_tokens, normalized=normalized)
         self._classes = unicode_tables.load()
-        # decoder tables: rows 0..n_ids-1 for a token after another, n_ids.. for the first token
-        blobs = [decoders.token_bytes(s.decoder, t, first) if t is not None else b""
-                 for first in (False, True) for t in self._decode_tokens]
-        self._dec_offsets = np.zeros(2 * n_ids + 1, dtype=np.int64)
-        np.cumsum([len(b) for b in blobs], out=self._dec_offsets[1:])
-        self._dec_data = np.frombuffer(b"".join(blobs) or b"\0", dtype=np.uint8)
+        self._decoder = None  # built on the first decode: a tenth of a second that encoding never needs
         self._n_ids = n_ids
+
+    def _decoder_table(self):
+        """(bytes, offsets) of every token as the decoder writes it: rows 0..n_ids-1 for a token after
+        another, n_ids.. for the first token of a row."""
+        if self._decoder is None:
+            blobs = [decoders.token_bytes(self.spec.decoder, t, first) if t is not None else b""
+                     for first in (False, True) for t in self._decode_tokens]
+            offsets = np.zeros(2 * self._n_ids + 1, dtype=np.int64)
+            np.cumsum([len(b) for b in blobs], out=offsets[1:])
+            self._decoder = (np.frombuffer(b"".join(blobs) or b"\0", dtype=np.uint8), offsets)
+        return self._decoder
 
     def _normalized_added_tokens(self):
         """{id: normalized content} of the normalized=true added tokens the normalizer changes."""
@@ -519,7 +525,7 @@ class Tokenizer:
         row_of = np.searchsorted(row_offsets, np.arange(ids.shape[0]), side="right") - 1
         kept_before = np.concatenate([[0], np.cumsum(keep)])
         first = keep & (kept_before[:-1] == kept_before[row_offsets[:-1]][row_of])
-        data, offs = gather_bytes(self._dec_data, self._dec_offsets, safe + first * self._n_ids, keep, row_offsets)
+        data, offs = gather_bytes(*self._decoder_table(), safe + first * self._n_ids, keep, row_offsets)
         raw = data.tobytes()
         o = offs.tolist()
         return [raw[o[i]:o[i + 1]].decode("utf-8", "replace") for i in range(len(o) - 1)]

@@ -22,6 +22,23 @@ WORDPIECE = 1
 WORDLEVEL = 2
 
 
+def _space_runs(data, offsets):
+    """Leading and trailing ' ' bytes of each token (for the ByteLevel offset trimming), without a
+    Python loop over the vocabulary: the first and last other byte of each non-empty token."""
+    n = offsets.shape[0] - 1
+    lead, trail = np.zeros(n, np.int32), np.zeros(n, np.int32)
+    rows = np.flatnonzero(offsets[1:] > offsets[:-1])
+    if rows.shape[0]:
+        s, e = offsets[rows], offsets[rows + 1]  # (non-empty tokens lie back to back in `data`)
+        idx = np.arange(data.shape[0])
+        other = data != 32
+        first = np.minimum.reduceat(np.where(other, idx, data.shape[0]), s)
+        last = np.maximum.reduceat(np.where(other, idx, -1), s)
+        lead[rows] = np.minimum(first, e) - s
+        trail[rows] = np.where(last < s, e - s, e - 1 - last)
+    return lead, trail
+
+
 class ModelTables:
     def __init__(self, id_bytes, merges=(), *, kind=BPE, unk_id=-1, fuse_unk=False, byte_fallback=False,
                  continuing_subword_prefix=b"", end_of_word_suffix=b"", ignore_merges=False, byte_level=True,
@@ -46,9 +63,9 @@ class ModelTables:
         ranks = np.arange(len(m), dtype=np.int64) << (16 if compact else 32)
         self.merges = build_pair_table(keys, ranks | m[:, 2], compact)
         self.byte_ids = np.full(256, -1, dtype=np.int32)
-        for i, b in enumerate(id_bytes):
-            if b is not None and len(b) == 1 and self.byte_ids[b[0]] < 0:
-                self.byte_ids[b[0]] = i
+        single = np.flatnonzero(lens == 1)  # the first id of each one-byte token
+        values, first = np.unique(self.tok_data[self.tok_offsets[single]], return_index=True)
+        self.byte_ids[values] = single[first]
         self.byte_fallback_ids = np.full(256, -1, dtype=np.int32)
         self.affix = np.frombuffer(continuing_subword_prefix + end_of_word_suffix + b"\0", dtype=np.uint8).copy()
         self.n_prefix = len(continuing_subword_prefix)
@@ -65,13 +82,7 @@ class ModelTables:
             hit = order[np.maximum(np.searchsorted(keys, pair, side="right", sorter=order) - 1, 0)]
             self.byte_pairs = np.where(keys[hit] == pair, (hit << 32) | m[hit, 2], -1)
         self.unk_id = unk_id
-        # leading / trailing ' ' bytes of each token, for the ByteLevel offset trimming
-        self.lead_spaces = np.zeros(len(id_bytes), dtype=np.int32)
-        self.trail_spaces = np.zeros(len(id_bytes), dtype=np.int32)
-        for i, b in enumerate(id_bytes):
-            if b:
-                self.lead_spaces[i] = len(b) - len(b.lstrip(b" "))
-                self.trail_spaces[i] = len(b) - len(b.rstrip(b" "))
+        self.lead_spaces, self.trail_spaces = _space_runs(self.tok_data, self.tok_offsets)
 
     def set_byte_fallback(self, vocab):
         for b in range(256):
