@@ -221,11 +221,11 @@ class Tokenizer:
         row larger than a group's share runs alone."""
         from .backends import cpu, cuda
         n = len(batches[0])
-        sizes = sum(np.diff(_host(b.offsets)) for b in batches)
         budget = self.gpu_memory_budget or cuda.default_budget()
         limit = max(budget // cuda.work_per_byte(self, want_spans), 1)
-        if n == 0 or int(sizes.sum()) <= limit:
-            return [(0, n)]
+        if n == 0 or sum(int(b.data.shape[0]) for b in batches) <= limit:
+            return [(0, n)]  # (decided from host-side shapes: no copy of device offsets back)
+        sizes = sum(np.diff(_host(b.offsets)) for b in batches)
         bounds = cpu.row_groups(np.ascontiguousarray(sizes, np.int64), limit).tolist()
         return list(zip(bounds[:-1], bounds[1:]))
 

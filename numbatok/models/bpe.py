@@ -163,12 +163,8 @@ def merge_linear(sym_id, sym_st, sym_en, n, merges, n_ids, rank_buf, new_buf, by
 def _packed_rank(merges, n_ids, left, right):
     # rank << 32 | merged id of the pair (ranks order merges; a rank names one merge, so one id),
     # NO_PAIR when it never merges
-    v = pair_value(merges, np.int64(left) * n_ids + right)
-    if v < 0:
-        return NO_PAIR
-    if merges.shape[1] == 4:
-        return ((v >> 16) << 32) | (v & 0xFFFF)
-    return v
+    r, t = _rank(merges, n_ids, left, right)
+    return NO_PAIR if t < 0 else (r << 32) | t
 
 
 @jitable
