@@ -10,6 +10,7 @@ import sys
 import numpy as np
 
 from ._numba import cpu_kernel
+from .kernels import lines as _lines
 from .errors import InvalidInputError
 
 
@@ -194,23 +195,18 @@ def _from_bytes_list(items):
 
 
 def from_lines(block):
-    """Whole lines of bytes -> Batch (not yet validated), vectorized: every "\n", and one "\r" right
-    before it, is cut out with one mask. A final "\n" does not start another, empty row."""
+    """Whole lines of bytes -> Batch (not yet validated): every "\n", and one "\r" right before it, is
+    cut out. A final "\n" does not start another, empty row."""
     arr = np.frombuffer(block, dtype=np.uint8)
     if arr.shape[0] == 0:
         return Batch(np.zeros(0, np.uint8), np.zeros(1, np.int64))
-    nl = np.flatnonzero(arr == 10)
-    ends = nl if arr[-1] == 10 else np.append(nl, arr.shape[0])
-    starts = np.zeros_like(ends)
-    starts[1:] = nl[: ends.shape[0] - 1] + 1
-    cr = (ends > starts) & (arr[ends - 1] == 13)
-    ends = ends - cr
-    keep = np.ones(arr.shape[0], dtype=bool)
-    keep[nl] = False
-    keep[ends[cr]] = False
+    starts, ends = _lines.lines(arr)
+    ends -= (ends > starts) & (arr[ends - 1] == 13)
     offsets = np.zeros(ends.shape[0] + 1, dtype=np.int64)
     np.cumsum(ends - starts, out=offsets[1:])
-    return Batch(np.ascontiguousarray(arr[keep]), offsets)
+    data = np.empty(int(offsets[-1]), np.uint8)
+    _lines.copy_rows(arr, starts, offsets, data)
+    return Batch(data, offsets)
 
 
 def validated(batch):

@@ -39,6 +39,7 @@ import numpy as np
 
 from . import batch as _batch
 from .kernels import jsonl
+from .kernels import lines as _lines
 from .errors import NumbatokError
 
 FORMATS = ("megatron", "npy")
@@ -265,12 +266,12 @@ def _line_blocks(f, a, b, chunk):
             if k >= 0 or eof:
                 end = k + 1 if k >= 0 else len(buf)
                 if end:
-                    yield pos, bytes(buf[:end])
+                    yield pos, _head(buf, end)
                 return
         else:
             k = buf.rfind(b"\n", scanned)
             if k >= 0:
-                yield pos, bytes(buf[:k + 1])
+                yield pos, _head(buf, k + 1)
                 del buf[:k + 1]
                 pos += k + 1
                 scanned = 0
@@ -285,6 +286,12 @@ def _line_blocks(f, a, b, chunk):
             buf += data
         else:
             eof = True
+
+
+def _head(buf, n):
+    """bytes(buf[:n]) of a bytearray in one copy, not two."""
+    with memoryview(buf) as m:
+        return bytes(m[:n])
 
 
 def _string_array(data, offsets):
@@ -408,7 +415,7 @@ def _read_lines_unchecked(piece, a, b, field, chunk, bad, log):
                 texts = _txt_texts(block, where, piece.path, bad)
             else:
                 texts = _jsonl_texts(block, where, piece.path, field, bad)
-            lines_seen += block.count(b"\n")
+            lines_seen += _lines.count(np.frombuffer(block, np.uint8))
             now = hashing.pos if piece.gz else last - a
             yield texts, now - consumed
             consumed = now

@@ -1,6 +1,6 @@
 """JSON Lines parsed by the kernel equal `json.loads` line by line: the same texts in the same order and
 the same problems on the same lines, for valid records, records Python accepts but strict JSON does
-not, and broken bytes. The line splitter equals bytes.split(b"\\n")."""
+not, and broken bytes. The line splitters equal bytes.split(b"\\n")."""
 import json
 
 import numpy as np
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("pyarrow")
 
-from numbatok import preprocess  # noqa: E402
+from numbatok import batch, preprocess  # noqa: E402
 from numbatok.kernels import jsonl  # noqa: E402
 
 
@@ -131,3 +131,15 @@ def test_strict_records_do_not_fall_back():
     status = jsonl.parse(np.frombuffer(block, np.uint8), "text")[2]
     assert (status == jsonl.OK).all()
     check(block)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([b"a", b"\n", b"\r", b"\r\n", b"\xc3\xa9", b" "]), max_size=40).map(b"".join))
+def test_text_lines_as_python_splits_them(block):
+    """.txt documents: a line each, a "\\r" before its "\\n" cut off with it."""
+    expected = block.split(b"\n")
+    if block.endswith(b"\n") or not block:
+        expected.pop()
+    expected = [line[:-1] if line.endswith(b"\r") else line for line in expected]
+    b = batch.from_lines(block)
+    assert [bytes(b.data[x:y]) for x, y in zip(b.offsets[:-1].tolist(), b.offsets[1:].tolist())] == expected
