@@ -33,6 +33,7 @@ import sys
 import threading
 import time
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -231,67 +232,69 @@ class _HashingReader:
         return True
 
 
+def _fill(f, store, n):
+    """Reads into store[n:] until it is full or the file ends: (bytes held, whether the file ended)."""
+    with memoryview(store) as m:
+        while n < len(store):
+            got = f.readinto(m[n:])
+            if not got:
+                return n, True
+            n += got
+    return n, False
+
+
 def _line_blocks(f, a, b, chunk):
-    """(offset, bytes) runs of whole lines of `f`: the lines that begin in [a, b), in order, about
+    """(offset, block) runs of whole lines of `f`: the lines that begin in [a, b), in order, about
     `chunk` bytes each (longer when one line is). A line begins at 0 or right after a "\\n"; the last
-    line may run past b and is read to its end."""
-    pos = 0
-    rest = b""
+    line may run past b and is read to its end. Every block is a view of one buffer that the next
+    block reuses (no fresh 16 MB allocation and copy per block): done with it before the next."""
+    store = bytearray(max(chunk, 1))
+    view = memoryview(store)
+    pos = n = 0  # store[:n] holds the file's bytes from offset pos
+    eof = False
     if a > 0:
         f.seek(a - 1)
         pos = a - 1
         while True:  # skip the line that began before a (or ends exactly at a - 1)
-            buf = f.read(chunk)
-            if not buf:
-                return
-            k = buf.find(b"\n")
+            n, eof = _fill(f, store, 0)
+            k = store.find(b"\n", 0, n)
             if k >= 0:
-                pos += k + 1
-                rest = buf[k + 1:]
                 break
-            pos += len(buf)
-    buf = bytearray(rest)
-    scanned = 0  # buf[:scanned] is known to hold no newline we are looking for
-    eof = False
+            if eof:
+                return
+            pos += n
+        store[:n - k - 1] = bytes(view[k + 1:n])
+        pos += k + 1
+        n -= k + 1
+    scanned = 0  # store[:scanned] is known to hold no newline we are looking for
     while pos < b:
-        if not eof and len(buf) < chunk:
-            data = f.read(chunk)
-            if data:
-                buf += data
-                continue
-            eof = True
-        limit = b - pos  # lines beginning at buf indices < limit are ours
-        if limit <= len(buf):
-            k = buf.find(b"\n", max(limit - 1, scanned))
+        if not eof and n < len(store):
+            n, eof = _fill(f, store, n)
+        limit = b - pos  # lines beginning at store indices < limit are ours
+        if limit <= n:
+            k = store.find(b"\n", max(limit - 1, scanned), n)
             if k >= 0 or eof:
-                end = k + 1 if k >= 0 else len(buf)
+                end = k + 1 if k >= 0 else n
                 if end:
-                    yield pos, _head(buf, end)
+                    yield pos, view[:end]
                 return
         else:
-            k = buf.rfind(b"\n", scanned)
+            k = store.rfind(b"\n", scanned, n)
             if k >= 0:
-                yield pos, _head(buf, k + 1)
-                del buf[:k + 1]
+                yield pos, view[:k + 1]
+                store[:n - k - 1] = bytes(view[k + 1:n])  # the next line's start, to the front
                 pos += k + 1
+                n -= k + 1
                 scanned = 0
                 continue
             if eof:
-                if buf:
-                    yield pos, bytes(buf)
+                if n:
+                    yield pos, view[:n]
                 return
-        scanned = len(buf)
-        data = f.read(chunk)  # one line longer than the buffer: read on
-        if data:
-            buf += data
-        else:
-            eof = True
-
-
-def _head(buf, n):
-    """bytes(buf[:n]) of a bytearray in one copy, not two."""
-    with memoryview(buf) as m:
-        return bytes(m[:n])
+        scanned = n  # one line longer than the buffer: a larger buffer, read on
+        view.release()
+        store = store + bytearray(len(store))
+        view = memoryview(store)
 
 
 def _string_array(data, offsets):
@@ -361,7 +364,7 @@ def _jsonl_texts(block, where, path, field, bad):
     keep = status == jsonl.OK
     slow = {}
     for i in np.flatnonzero(status == jsonl.FALLBACK).tolist():
-        data, problem = _jsonl_record(block[starts[i]:ends[i]], field)
+        data, problem = _jsonl_record(bytes(block[starts[i]:ends[i]]), field)
         if problem is not None:  # in line order, so the first one reported is the first one
             bad.report(path, lambda i=i: where(i), problem)
         elif data is not None:
@@ -392,7 +395,7 @@ def _read_lines_unchecked(piece, a, b, field, chunk, bad, log):
     if piece.gz:  # read whole: the range stood for compressed bytes
         a, b = 0, sys.maxsize
     raw = open(piece.path, "rb")
-    with raw:
+    with raw, ThreadPoolExecutor(1, thread_name_prefix="numbatok-preprocess-sha256") as hasher:
         hashing = _HashingReader(raw) if piece.gz else None
         f = gzip.GzipFile(fileobj=hashing, mode="rb") if piece.gz else raw
         sha = hashing.sha if piece.gz else hashlib.sha256()
@@ -405,8 +408,8 @@ def _read_lines_unchecked(piece, a, b, field, chunk, bad, log):
                 first = offset
                 numbers = _LineNumbers(piece.path, offset, chunk)
             last = offset + len(block)
-            if not piece.gz:
-                sha.update(block)
+            # the checksum (hashlib lets go of the GIL) runs beside the parse; both only read the block
+            hashed = None if piece.gz else hasher.submit(sha.update, block)
 
             def where(i, base=lines_seen):
                 return f"line {numbers.line(base + i)}"
@@ -416,6 +419,8 @@ def _read_lines_unchecked(piece, a, b, field, chunk, bad, log):
             else:
                 texts = _jsonl_texts(block, where, piece.path, field, bad)
             lines_seen += _lines.count(np.frombuffer(block, np.uint8))
+            if hashed is not None:
+                hashed.result()  # before the next block reuses the buffer
             now = hashing.pos if piece.gz else last - a
             yield texts, now - consumed
             consumed = now
