@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import batch as _batch
+from .backends import cpu
 from .kernels import jsonl
 from .kernels import lines as _lines
 from .errors import NumbatokError
@@ -733,8 +734,9 @@ def encode_blocks(tok, batches, add_special_tokens, eod):
         ids = host_array(r.ids)
         offsets = host_array(r.row_offsets).astype(np.int64, copy=False)
         lengths = np.diff(offsets)
-        if eod is not None:
-            ids = np.insert(ids, offsets[1:] - offsets[0], eod)
+        if eod is not None:  # (a parallel copy: np.insert was 20 ms per 6M ids on one thread)
+            ids, _ = cpu.wrap_rows(ids.astype(np.int32, copy=False), offsets - offsets[0],
+                                   np.zeros(0, np.int32), np.array([eod], np.int32))
             lengths = lengths + 1
         yield ids, lengths, text_bytes, in_bytes
 
