@@ -249,7 +249,7 @@ def _line_blocks(f, a, b, chunk):
     `chunk` bytes each (longer when one line is). A line begins at 0 or right after a "\\n"; the last
     line may run past b and is read to its end. Every block is a view of one buffer that the next
     block reuses (no fresh 16 MB allocation and copy per block): done with it before the next."""
-    store = bytearray(max(chunk, 1))
+    store = bytearray(max(min(chunk, b - a + (1 << 16)), 1))  # (a small file: a small buffer)
     view = memoryview(store)
     pos = n = 0  # store[:n] holds the file's bytes from offset pos
     eof = False
