@@ -34,6 +34,7 @@ import numpy as np
 from . import __version__
 from . import batch as _batch
 from .errors import NumbatokError, UnsupportedComponentError
+from .kernels import jsonl
 
 PROGRESS_MIN_BYTES = 4 << 20  # a progress bar only for inputs larger than this
 DECODE_CHUNK_TOKENS = 1 << 22
@@ -135,37 +136,11 @@ def _txt_batch(block, path, first_line):
 
 
 def _jsonl_batch(block, path, first_line, field):
-    texts = []
-    where = []
-    for i, line in enumerate(block.split(b"\n")):
-        if not line.strip():
-            continue
-        n = first_line + i
-        try:
-            obj = json.loads(line)
-        except UnicodeDecodeError as e:
-            raise NumbatokError(f"{path}:{n}: invalid UTF-8 (byte {e.start} of the line)") from None
-        except json.JSONDecodeError as e:
-            raise NumbatokError(f"{path}:{n}: invalid JSON: {e.msg} at column {e.colno}") from None
-        if not isinstance(obj, dict):
-            raise NumbatokError(f"{path}:{n}: expected a JSON object, got {type(obj).__name__}")
-        text = obj.get(field)
-        if not isinstance(text, str):
-            if field in obj:
-                raise NumbatokError(f"{path}:{n}: field {field!r} is {type(text).__name__}, not a string")
-            raise NumbatokError(f"{path}:{n}: no field {field!r} (choose the text field with --field)")
-        texts.append(text)
-        where.append(n)
-    try:
-        return _batch.to_batch(texts)
-    except NumbatokError:
-        for text, n in zip(texts, where):
-            try:
-                text.encode("utf-8")
-            except UnicodeEncodeError:
-                raise NumbatokError(f"{path}:{n}: field {field!r} holds a lone surrogate escape "
-                                    "(e.g. \\ud800), which is not text") from None
-        raise
+    """JSON lines -> one Batch (the kernel parser of `preprocess`); the first bad record stops the run."""
+    def fail(i, problem):
+        raise NumbatokError(f"{path}:{first_line + i}: {problem}")
+
+    return _batch.Batch(*jsonl.documents(block, field, fail))
 
 
 def _documents(paths, field, block_bytes, progress):

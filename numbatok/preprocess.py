@@ -331,56 +331,9 @@ def _txt_texts(block, where, path, bad):
     return _drop_invalid_utf8(_string_array(lines.data, lines.offsets), where, path, bad)
 
 
-def _jsonl_record(line, field):
-    """`json.loads`' reading of one line: (UTF-8 bytes of its field, None), or (None, the problem), or
-    (None, None) for a blank line. The kernel parser hands every line it is not sure of to this."""
-    if not line.strip():
-        return None, None
-    try:
-        obj = json.loads(line)
-    except UnicodeDecodeError as e:
-        return None, f"invalid UTF-8 (byte {e.start} of the line)"
-    except ValueError as e:
-        msg = f"{e.msg} at column {e.colno}" if isinstance(e, json.JSONDecodeError) else str(e)
-        return None, f"invalid JSON: {msg}"
-    except RecursionError:
-        return None, "invalid JSON: nested too deeply"
-    if not isinstance(obj, dict):
-        return None, f"expected a JSON object, got {type(obj).__name__}"
-    text = obj.get(field)
-    if not isinstance(text, str):
-        return None, (f"field {field!r} is {type(text).__name__}, not a string" if field in obj
-                      else f"no field {field!r} (choose the text field with --field)")
-    try:
-        return text.encode("utf-8"), None
-    except UnicodeEncodeError:  # a lone surrogate from a "\ud800" escape
-        return None, "invalid UTF-8: a lone surrogate escape"
-
-
 def _jsonl_texts(block, where, path, field, bad):
-    """JSON lines -> documents: the kernel parser takes the lines it is sure of (nearly all), the rest go
-    through `json.loads` one by one; the texts land in one buffer, in line order."""
-    buf = np.frombuffer(block, np.uint8)
-    starts, ends, status, fs, fe, lengths = jsonl.parse(buf, field)
-    keep = status == jsonl.OK
-    slow = {}
-    for i in np.flatnonzero(status == jsonl.FALLBACK).tolist():
-        data, problem = _jsonl_record(bytes(block[starts[i]:ends[i]]), field)
-        if problem is not None:  # in line order, so the first one reported is the first one
-            bad.report(path, lambda i=i: where(i), problem)
-        elif data is not None:
-            slow[i] = data
-            keep[i] = True
-            lengths[i] = len(data)
-    rows = np.flatnonzero(keep)
-    offsets = np.zeros(rows.shape[0] + 1, np.int64)
-    np.cumsum(lengths[rows], out=offsets[1:])
-    data = np.empty(int(offsets[-1]), np.uint8)
-    fast = status[rows] == jsonl.OK
-    jsonl.write_lines(buf, fs, fe, lengths, rows[fast], offsets[:-1][fast], data)
-    if slow:
-        for k in np.flatnonzero(~fast).tolist():
-            data[offsets[k]:offsets[k + 1]] = np.frombuffer(slow[int(rows[k])], np.uint8)
+    """JSON lines -> documents (see `kernels.jsonl.documents`), bad records to `bad` by line."""
+    data, offsets = jsonl.documents(block, field, lambda i, problem: bad.report(path, lambda: where(i), problem))
     return _string_array(data, offsets)
 
 

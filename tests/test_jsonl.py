@@ -29,7 +29,7 @@ def by_json_loads(block, field):
         lines.pop()
     texts, problems = [], []
     for i, line in enumerate(lines):
-        data, problem = preprocess._jsonl_record(line, field)
+        data, problem = jsonl.loads_field(line, field)
         if problem is not None:
             problems.append((i, problem))
         elif data is not None:

@@ -1,5 +1,5 @@
 """JSON Lines: each line's text field as UTF-8 bytes, parsed in a kernel (CPU threads or a GPU thread
-per line), for `numbatok preprocess`.
+per line), for the `preprocess` and `encode` commands.
 
 The parser is strict RFC 8259 and takes a line only when it is sure `json.loads` would give the
 same: an object whose field (at the top level, once) is a string, keys without escapes, at most
@@ -11,6 +11,8 @@ anything the Python parser would decide differently; it only takes the common ca
 Two passes over the same lines, as every variable-length stage here: `record` finds the field's
 raw string and its decoded length, the caller scans the lengths to offsets, `unescape` writes.
 """
+import json
+
 import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 
@@ -380,3 +382,57 @@ def parse(buf, field):
     key = np.frombuffer(field.encode("utf-8"), np.uint8)
     scan_lines(buf, starts, ends, key, status, fs, fe, fn)
     return starts, ends, status, fs, fe, fn
+
+
+def loads_field(line, field):
+    """`json.loads`' reading of one line (bytes): (UTF-8 bytes of its field, None), or (None, the
+    problem), or (None, None) for a blank line. `documents` hands it every line the kernel is not sure of."""
+    if not line.strip():
+        return None, None
+    try:
+        obj = json.loads(line)
+    except UnicodeDecodeError as e:
+        return None, f"invalid UTF-8 (byte {e.start} of the line)"
+    except ValueError as e:
+        msg = f"{e.msg} at column {e.colno}" if isinstance(e, json.JSONDecodeError) else str(e)
+        return None, f"invalid JSON: {msg}"
+    except RecursionError:
+        return None, "invalid JSON: nested too deeply"
+    if not isinstance(obj, dict):
+        return None, f"expected a JSON object, got {type(obj).__name__}"
+    text = obj.get(field)
+    if not isinstance(text, str):
+        return None, (f"field {field!r} is {type(text).__name__}, not a string" if field in obj
+                      else f"no field {field!r} (choose the text field with --field)")
+    try:
+        return text.encode("utf-8"), None
+    except UnicodeEncodeError:  # a lone surrogate from a "\ud800" escape
+        return None, "invalid UTF-8: a lone surrogate escape"
+
+
+def documents(block, field, report):
+    """The `field` of every record of `block` (whole lines, bytes-like) as (UTF-8 data, row offsets),
+    in line order: the kernel takes the lines it is sure of (nearly all), `loads_field` the rest.
+    report(line index in block, problem) is called, in line order, for each line that is no document;
+    blank lines are skipped."""
+    buf = np.frombuffer(block, np.uint8)
+    starts, ends, status, fs, fe, lengths = parse(buf, field)
+    keep = status == OK
+    slow = {}
+    for i in np.flatnonzero(status == FALLBACK).tolist():
+        data, problem = loads_field(bytes(buf[starts[i]:ends[i]]), field)
+        if problem is not None:
+            report(i, problem)
+        elif data is not None:
+            slow[i] = data
+            keep[i] = True
+            lengths[i] = len(data)
+    rows = np.flatnonzero(keep)
+    offsets = np.zeros(rows.shape[0] + 1, np.int64)
+    np.cumsum(lengths[rows], out=offsets[1:])
+    data = np.empty(int(offsets[-1]), np.uint8)
+    fast = status[rows] == OK
+    write_lines(buf, fs, fe, lengths, rows[fast], offsets[:-1][fast], data)
+    for k in np.flatnonzero(~fast).tolist():
+        data[offsets[k]:offsets[k + 1]] = np.frombuffer(slow[int(rows[k])], np.uint8)
+    return data, offsets
