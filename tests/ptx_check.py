@@ -20,6 +20,7 @@ cuda.dispatcher.get_current_device = lambda: _Device()
 
 from numbatok import Tokenizer  # noqa: E402
 from numbatok.backends import cuda as bc  # noqa: E402
+from numbatok.kernels import jsonl  # noqa: E402
 from numbatok.normalizers.unicode_data import load as normalizer_tables  # noqa: E402
 
 
@@ -60,7 +61,22 @@ def main():
         ptx, _ = cuda.compile_ptx(k.py_func, kernels[name], cc=(9, 0))
         assert ".target sm_90" in ptx, name
         print(f"{name}: {len(ptx)} bytes of PTX for sm_90")
+    # the JSON Lines helpers, which say a CUDA kernel can call them (none does yet)
+    ptx, _ = cuda.compile_ptx(_jsonl_line, sig(u8, i64, i64, u8, i64, u8), cc=(9, 0))
+    assert ".target sm_90" in ptx
+    print(f"JSON Lines helpers: {len(ptx)} bytes of PTX for sm_90")
     return 0
+
+
+def _jsonl_line(buf, starts, ends, key, out, data):
+    r = cuda.grid(1)
+    if r < starts.shape[0]:
+        status, s, e, n = jsonl.record(buf, starts[r], ends[r], key)
+        j = jsonl.next_escape(buf, s, e)
+        o = 0
+        while j < e:
+            j, o = jsonl.escape(buf, j, e, data, o)
+        out[r] = status + n + o
 
 
 if __name__ == "__main__":

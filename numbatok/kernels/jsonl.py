@@ -1,20 +1,20 @@
-"""JSON Lines: each line's text field as UTF-8 bytes, parsed in a kernel (CPU threads or a GPU thread
-per line), for the `preprocess` and `encode` commands.
+"""JSON Lines: each line's text field as UTF-8 bytes, parsed by a kernel on every CPU thread, for the
+`preprocess` and `encode` commands.
 
 The parser is strict RFC 8259 and takes a line only when it is sure `json.loads` would give the
 same: an object whose field (at the top level, once) is a string, keys without escapes, at most
 64 levels of nesting, numbers under 4,000 characters, valid UTF-8 throughout. Every other line
-is marked FALLBACK and the caller hands it to `json.loads`, which either accepts it (NaN, an
+is marked FALLBACK and `documents` hands it to `json.loads`, which either accepts it (NaN, an
 escaped key, a repeated field) or names what is wrong with it. So the kernel never decides
 anything the Python parser would decide differently; it only takes the common case off it.
 
 Two passes over the same lines, as every variable-length stage here: `record` finds the field's
-raw string and its decoded length, the caller scans the lengths to offsets, `unescape` writes.
+raw string and its decoded length, the lengths are scanned to offsets, `write_lines` writes. The
+per-line helpers allocate nothing, so a CUDA kernel (a thread per line) can call them as well.
 """
 import json
 
 import numpy as np
-from numba.cpython.unsafe.numbers import trailing_zeros
 
 from .._numba import cpu_kernel, jitable, prange
 from .lines import lines
@@ -78,6 +78,15 @@ def _utf8_len(buf, i, b):
 
 
 @jitable
+def _first_marked(m):
+    """Index of the lowest byte of m (not 0) whose 0x80 bit is set: the lowest set bit, isolated, is
+    1 << (8k + 7), and the multiply moves byte 7 - k of the constant, which holds k, to the top.
+    (Numba's trailing-zeros intrinsic has no CUDA lowering; this is a few instructions on both.)"""
+    low = m & (~m + np.uint64(1))
+    return np.int64(((low >> np.uint64(7)) * np.uint64(0x0001020304050607)) >> np.uint64(56))
+
+
+@jitable
 def _plain8(buf, j):
     """How many of buf[j:j + 8] come before the first byte that is a quote, a backslash, a control
     character or non-ASCII: 8 bytes classified with word-wide operations (prose is long plain runs)."""
@@ -92,7 +101,7 @@ def _plain8(buf, j):
     special = ~(ge_space & not_quote & not_backslash & ~v) & np.uint64(0x8080808080808080)
     if special == 0:
         return 8
-    return np.int64(trailing_zeros(special)) >> 3
+    return _first_marked(special)
 
 
 @jitable
@@ -313,7 +322,7 @@ def next_escape(buf, j, e):
         hit = ~(((x & np.uint64(0x7F7F7F7F7F7F7F7F)) + np.uint64(0x7F7F7F7F7F7F7F7F)) | x) & \
             np.uint64(0x8080808080808080)
         if hit != 0:
-            return j + (np.int64(trailing_zeros(hit)) >> 3)
+            return j + _first_marked(hit)
         j += 8
     while j < e and buf[j] != 92:
         j += 1
@@ -322,7 +331,8 @@ def next_escape(buf, j, e):
 
 @jitable
 def escape(buf, j, e, out, o):
-    """Writes what the escape at buf[j] (checked by `record`) stands for at out[o:]: (next j, next o)."""
+    """Writes what the escape at buf[j] (checked by `record`) stands for, as UTF-8, at out[o:]: (next j,
+    next o)."""
     x = buf[j + 1]
     if x == 117:
         v = _hex4(buf, j + 2, e)
@@ -334,20 +344,6 @@ def escape(buf, j, e, out, o):
     out[o] = 8 if x == 98 else (12 if x == 102 else (10 if x == 110 else (13 if x == 114 else (
         9 if x == 116 else x))))
     return j + 2, o + 1
-
-
-@jitable
-def unescape(buf, s, e, out, o):
-    """Writes the JSON string content buf[s:e] (checked by `record`) decoded, as UTF-8, at out[o:]."""
-    j = s
-    while True:
-        r = next_escape(buf, j, e)
-        for q in range(r - j):
-            out[o + q] = buf[j + q]
-        o += r - j
-        if r == e:
-            return o
-        j, o = escape(buf, r, e, out, o)
 
 
 @cpu_kernel(parallel=True)
@@ -364,7 +360,7 @@ def write_lines(buf, fs, fe, fn, rows, off, out):
     for k in prange(rows.shape[0]):
         r = rows[k]
         j, e, o = fs[r], fe[r], off[k]
-        while True:  # `unescape`, with the runs between escapes copied as slices (memcpy)
+        while True:  # the runs between escapes copied as slices (memcpy)
             x = next_escape(buf, j, e) if fe[r] - fs[r] != fn[r] else e
             out[o:o + x - j] = buf[j:x]
             o += x - j

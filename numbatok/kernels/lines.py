@@ -1,5 +1,5 @@
-"""Lines of a byte buffer, found 8 bytes at a time on every thread: the .txt and .jsonl readers of
-`numbatok preprocess` cut their blocks with these instead of a Python split or a numpy mask."""
+"""Lines of a byte buffer, found 8 bytes at a time on every thread: the .txt and .jsonl readers (the
+`preprocess` and `encode` commands) cut their blocks with these, not a Python split or a numpy mask."""
 import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 
