@@ -17,7 +17,7 @@ import json
 import numpy as np
 
 from .._numba import cpu_kernel, jitable, prange
-from .lines import lines
+from .lines import equal_bytes, lines
 from .utf8 import encode, encoded_len
 
 OK, BLANK, FALLBACK = 0, 1, 2
@@ -87,18 +87,22 @@ def _first_marked(m):
 
 
 @jitable
-def _plain8(buf, j):
-    """How many of buf[j:j + 8] come before the first byte that is a quote, a backslash, a control
-    character or non-ASCII: 8 bytes classified with word-wide operations (prose is long plain runs)."""
+def _load8(buf, j):
+    """buf[j:j + 8] as one little-endian word (an unsigned index: one load, no negative-index check)."""
     v = np.uint64(0)
     u = np.uint64(j)
     for q in range(8):
         v |= np.uint64(buf[u + np.uint64(q)]) << np.uint64(8 * q)
-    x = v & np.uint64(0x7F7F7F7F7F7F7F7F)  # per byte: + 0x60, + 0x7F below never carry into the next
-    ge_space = x + np.uint64(0x6060606060606060)
-    not_quote = (x ^ np.uint64(0x2222222222222222)) + np.uint64(0x7F7F7F7F7F7F7F7F)
-    not_backslash = (x ^ np.uint64(0x5C5C5C5C5C5C5C5C)) + np.uint64(0x7F7F7F7F7F7F7F7F)
-    special = ~(ge_space & not_quote & not_backslash & ~v) & np.uint64(0x8080808080808080)
+    return v
+
+
+@jitable
+def _plain8(buf, j):
+    """How many of buf[j:j + 8] come before the first byte that is a quote, a backslash, a control
+    character or non-ASCII: 8 bytes classified with word-wide operations (prose is long plain runs)."""
+    v = _load8(buf, j)
+    control = ~((v & np.uint64(0x7F7F7F7F7F7F7F7F)) + np.uint64(0x6060606060606060))  # (no carry: < 0xE0)
+    special = (control | v | equal_bytes(v, 34) | equal_bytes(v, 92)) & np.uint64(0x8080808080808080)
     if special == 0:
         return 8
     return _first_marked(special)
@@ -161,6 +165,14 @@ def _string(buf, i, b):
 
 
 @jitable
+def _digits(buf, j, b):
+    """End of the run of ASCII digits at buf[j:b]."""
+    while j < b and 48 <= buf[j] <= 57:
+        j += 1
+    return j
+
+
+@jitable
 def _number(buf, i, b):
     """End of the JSON number starting at buf[i], or -1."""
     j = i
@@ -172,26 +184,22 @@ def _number(buf, i, b):
     if c == 48:
         j += 1
     elif 49 <= c <= 57:
-        while j < b and 48 <= buf[j] <= 57:
-            j += 1
+        j = _digits(buf, j, b)
     else:
         return -1
     if j < b and buf[j] == 46:
-        j += 1
-        d = j
-        while j < b and 48 <= buf[j] <= 57:
-            j += 1
-        if j == d:
+        d = _digits(buf, j + 1, b)
+        if d == j + 1:
             return -1
+        j = d
     if j < b and (buf[j] == 101 or buf[j] == 69):
         j += 1
         if j < b and (buf[j] == 43 or buf[j] == 45):
             j += 1
-        d = j
-        while j < b and 48 <= buf[j] <= 57:
-            j += 1
-        if j == d:
+        d = _digits(buf, j, b)
+        if d == j:
             return -1
+        j = d
     if j - i > MAX_NUMBER:
         return -1
     return j
@@ -314,13 +322,7 @@ def record(buf, a, b, key):
 def next_escape(buf, j, e):
     """The first backslash in buf[j:e], or e: 8 bytes at a time."""
     while j + 8 <= e:
-        v = np.uint64(0)
-        u = np.uint64(j)
-        for q in range(8):
-            v |= np.uint64(buf[u + np.uint64(q)]) << np.uint64(8 * q)
-        x = v ^ np.uint64(0x5C5C5C5C5C5C5C5C)
-        hit = ~(((x & np.uint64(0x7F7F7F7F7F7F7F7F)) + np.uint64(0x7F7F7F7F7F7F7F7F)) | x) & \
-            np.uint64(0x8080808080808080)
+        hit = equal_bytes(_load8(buf, j), 92)
         if hit != 0:
             return j + _first_marked(hit)
         j += 8

@@ -7,11 +7,16 @@ from .._numba import cpu_kernel, jitable, prange
 
 
 @jitable
-def _newlines(x):
-    """0x80 in each byte of the 8-byte word x that is a newline (exact: no carry crosses a byte)."""
-    x ^= np.uint64(0x0A0A0A0A0A0A0A0A)
+def equal_bytes(x, c):
+    """0x80 in each byte of the 8-byte word x that equals byte c (exact: no carry crosses a byte)."""
+    x ^= np.uint64(c) * np.uint64(0x0101010101010101)
     return ~(((x & np.uint64(0x7F7F7F7F7F7F7F7F)) + np.uint64(0x7F7F7F7F7F7F7F7F)) | x) & \
         np.uint64(0x8080808080808080)
+
+
+@jitable
+def _newlines(x):
+    return equal_bytes(x, 10)
 
 
 # Both passes read whole 8-byte words through a uint64 view, segments of `seg` bytes (a multiple of 8)
