@@ -4,9 +4,10 @@ synchronized around it (so the stages add up to a little more than an unprofiled
     python benchmarks/gpu_profile.py [--tokenizer gpt2] [--repeat 4] [--reps 3]
 
 Prints, for big.txt paragraphs x repeat: the host conversion (list[str] -> bytes + offsets), the copy to
-the device, every kernel launch and the steps between them (scans, sorts, gathers), the ragged
-assembly and the copy back; the best of --reps warm runs. Then the device memory a pass holds per
-input byte, and one run under a small gpu_memory_budget (in groups of rows).
+the device, every kernel launch and the CuPy steps between them (scans, sorts, searches), the rest
+(gathers, reads of sizes) and the copy back; the best of --reps warm runs. Then the copies both ways
+against their alternatives, the device memory a pass holds per input byte, and a batch under a small
+gpu_memory_budget (in groups of rows), from an emptied pool and again.
 """
 import argparse
 import collections
@@ -19,6 +20,10 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 import numpy as np  # noqa: E402
+
+# CuPy calls between the kernels, timed apart; the rest of that time is indexing (gathers, scatters)
+# and reads of single values back to the host.
+BETWEEN = ("unique", "searchsorted", "cumsum", "flatnonzero", "where", "arange", "zeros", "empty", "any")
 
 
 def main():
@@ -41,15 +46,28 @@ def main():
     times = collections.defaultdict(float)
     launches = collections.Counter()
 
+    depth = [0]
+
     def timed(name, f):
         def g(*args, **kw):
+            if depth[0]:  # inside a step already timed (a CuPy call inside the long-words step)
+                return f(*args, **kw)
+            depth[0] += 1
             sync()
             t0 = time.perf_counter()
-            out = f(*args, **kw)
-            sync()
-            times[name] += time.perf_counter() - t0
-            return out
+            try:
+                return f(*args, **kw)
+            finally:
+                sync()
+                times[name] += time.perf_counter() - t0
+                depth[0] -= 1
         return g
+
+    class Timed:
+        """The array module the kernels' driver sees, with its whole-array steps timed one by one."""
+        def __getattr__(self, k):
+            f = getattr(m, k)
+            return timed(f"between: {k}", f) if k in BETWEEN else f
 
     plain_launch = bc._launch
 
@@ -59,6 +77,8 @@ def main():
         timed(f"kernel {name}", plain_launch)(kernel, n, *args)
 
     bc._launch = launch
+    if not bc.SIMULATOR:
+        bc.xp = Timed
     bc._long_words_on_cpu = timed("long words on the CPU", bc._long_words_on_cpu)
     nbytes = sum(len(d.encode()) for d in docs)
     tok.encode_ragged(docs[:200], add_special_tokens=False)  # compile and load every kernel
@@ -70,10 +90,7 @@ def main():
         t0 = time.perf_counter()
         b = _batch.to_batch(docs)
         times["host: list[str] -> bytes + offsets"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        db = _batch.Batch(m.asarray(b.data), m.asarray(b.offsets))
-        sync()
-        times["host -> device copy"] = time.perf_counter() - t0
+        db = timed("host -> device copy", lambda: _batch.Batch(bc.to_device(b.data), bc.to_device(b.offsets)))()
         t0 = time.perf_counter()
         r = tok.encode_ragged(db, add_special_tokens=False)
         sync()
@@ -81,8 +98,8 @@ def main():
         t0 = time.perf_counter()
         h = r.to_host()
         times["device -> host copy"] = time.perf_counter() - t0
-        staged = sum(v for k, v in times.items() if k.startswith(("kernel", "long")))
-        times["encode: scans, gathers, assembly (between kernels)"] = t_enc - staged
+        staged = sum(v for k, v in times.items() if k.startswith(("kernel", "long", "between")))
+        times["encode: the rest between kernels (indexing, reads of sizes)"] = t_enc - staged
         total = time.perf_counter() - t_all
         if best is None or total < best[0]:
             best = (total, dict(times), dict(launches), t_enc, len(h.ids))
@@ -96,7 +113,29 @@ def main():
         extra = f"  ({n_launch[k[7:]]} launches)" if k.startswith("kernel") else ""
         print(f"  {v * 1e3:9.2f} ms  {k}{extra}")
     if not bc.SIMULATOR:
+        copies(b, r, bc, sync)
         memory(tok, db, h, nbytes, m, sync)
+
+
+def copies(b, r, bc, sync):
+    """The copies both ways, best of 5: in through the pinned staging buffer (what numbatok does) and
+    through CuPy; out with .get() (what numbatok does) and into a pinned block."""
+    import cupy
+    import cupyx
+
+    def best(f, n=5):
+        ts = []
+        for _ in range(n):
+            sync()
+            t0 = time.perf_counter()
+            f()
+            sync()
+            ts.append(time.perf_counter() - t0)
+        return min(ts) * 1e3
+    pinned = cupyx.empty_pinned(r.ids.shape, r.ids.dtype)
+    print(f"copy in, {b.data.nbytes / 1e6:.1f} MB: staging {best(lambda: bc.to_device(b.data)):.2f} ms, "
+          f"cupy.asarray {best(lambda: cupy.asarray(b.data)):.2f} ms; copy out, ids {r.ids.nbytes / 1e6:.1f} MB: "
+          f".get() {best(lambda: r.ids.get()):.2f} ms, into a pinned block {best(lambda: r.ids.get(out=pinned)):.2f} ms")
 
 
 def memory(tok, db, want, nbytes, m, sync):
@@ -117,15 +156,19 @@ def memory(tok, db, want, nbytes, m, sync):
     tok.gpu_memory_budget = bc.work_per_byte(tok, False) * nbytes // 4
     pool.free_all_blocks()
     base = pool.total_bytes()
-    sync()
-    t0 = time.perf_counter()
-    r = tok.encode_ragged(db, add_special_tokens=False)
-    sync()
-    t = time.perf_counter() - t0
-    peak = pool.total_bytes() - base
+    ts = []
+    for _ in range(2):  # the first run fills the emptied pool; the second reuses its blocks
+        sync()
+        t0 = time.perf_counter()
+        r = tok.encode_ragged(db, add_special_tokens=False)
+        sync()
+        ts.append(time.perf_counter() - t0)
+        if len(ts) == 1:
+            peak = pool.total_bytes() - base
     groups = len(tok._row_groups([db], False))
     same = bool(np.array_equal(r.ids.get(), want.ids) and np.array_equal(r.row_offsets.get(), want.row_offsets))
-    print(f"budget {tok.gpu_memory_budget / 1e6:.0f} MB: {groups} groups, {t * 1e3:.1f} ms, peak "
+    print(f"budget {tok.gpu_memory_budget / 1e6:.0f} MB: {groups} groups, {ts[0] * 1e3:.1f} ms then "
+          f"{ts[1] * 1e3:.1f} ms, peak "
           f"{peak / 1e6:.0f} MB, same ids: {same}")
     tok.gpu_memory_budget = None
 
