@@ -33,3 +33,21 @@ def test_device_arrays_in_and_out():
     r = tok.encode_ragged(Batch(cupy.asarray(host.data), cupy.asarray(host.offsets)), add_special_tokens=False)
     assert isinstance(r.ids, cupy.ndarray)
     assert r.to_list() == [e.ids for e in reference_tok("gpt2").encode_batch(docs, add_special_tokens=False)]
+
+
+def test_pinned_staging_copies_one_after_another():
+    """Text and row offsets both over 1 MB take the pinned staging buffer in turn, and ids come back
+    the same as the CPU's: a refill of the buffer before the GPU had read it would corrupt the text."""
+    from numbatok.backends import cuda as bc
+    docs = [d for d in corpus_docs() if d][:20000] * 10  # 200,000 rows: offsets of 1.6 MB
+    tok = numbatok_tok("gpt2", "cuda")
+    staged = []
+    real = bc._STAGING.get
+    bc._STAGING.get = lambda n: staged.append(n) or real(n)
+    try:
+        gpu = tok.encode_ragged(docs, add_special_tokens=False).to_host()
+    finally:
+        bc._STAGING.get = real
+    assert len(staged) == 2
+    cpu = numbatok_tok("gpt2", "cpu").encode_ragged(docs, add_special_tokens=False)
+    assert np.array_equal(gpu.ids, cpu.ids) and np.array_equal(gpu.row_offsets, cpu.row_offsets)

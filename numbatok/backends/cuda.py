@@ -246,7 +246,10 @@ def to_device(a):
             buf = stage.get(src.shape[0])
             cut = np.linspace(0, src.shape[0], 17).astype(np.int64)
             copy_rows(src, cut[:-1], cut, buf)
-            d.set(buf.view(a.dtype).reshape(a.shape))  # (synchronous: the buffer is free again after)
+            d.set(buf.view(a.dtype).reshape(a.shape))
+            # CuPy's set is asynchronous from pinned memory: the next caller must not refill the
+            # buffer while the GPU still reads it
+            m.cuda.get_current_stream().synchronize()
         return d
     a = m.asarray(a)
     if SIMULATOR and not a.flags.writeable:  # the simulator copies every argument back after a launch
