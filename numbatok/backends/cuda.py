@@ -241,16 +241,17 @@ def to_device(a):
     m = xp()
     if isinstance(a, np.ndarray) and a.flags.writeable and not SIMULATOR and PINNED_MIN <= a.nbytes <= PINNED_MAX:
         src = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
-        d = m.empty(a.shape, a.dtype)
         with _STAGING as stage:
             buf = stage.get(src.shape[0])
-            cut = np.linspace(0, src.shape[0], 17).astype(np.int64)
-            copy_rows(src, cut[:-1], cut, buf)
-            d.set(buf.view(a.dtype).reshape(a.shape))
-            # CuPy's set is asynchronous from pinned memory: the next caller must not refill the
-            # buffer while the GPU still reads it
-            m.cuda.get_current_stream().synchronize()
-        return d
+            if buf is not None:
+                d = m.empty(a.shape, a.dtype)
+                cut = np.linspace(0, src.shape[0], 17).astype(np.int64)
+                copy_rows(src, cut[:-1], cut, buf)
+                d.set(buf.view(a.dtype).reshape(a.shape))
+                # CuPy's set is asynchronous from pinned memory: the next caller must not refill the
+                # buffer while the GPU still reads it
+                m.cuda.get_current_stream().synchronize()
+                return d
     a = m.asarray(a)
     if SIMULATOR and not a.flags.writeable:  # the simulator copies every argument back after a launch
         a = a.copy()
@@ -276,10 +277,16 @@ class _Staging:
         self._lock.release()
 
     def get(self, n):
+        """The buffer's first n bytes, or None where page-locked memory is refused (a container's
+        limit, say): the copy then takes CuPy's own path."""
         if self._buf is None or self._buf.shape[0] < n:
+            import cupy
             import cupyx
             self._buf = None  # (the old block goes back to CuPy's pinned pool)
-            self._buf = cupyx.empty_pinned(1 << max(n - 1, 1).bit_length(), np.uint8)
+            try:
+                self._buf = cupyx.empty_pinned(1 << max(n - 1, 1).bit_length(), np.uint8)
+            except (MemoryError, cupy.cuda.runtime.CUDARuntimeError):
+                return None
         return self._buf[:n]
 
 
