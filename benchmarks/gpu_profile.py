@@ -6,9 +6,9 @@ synchronized around it (so the stages add up to a little more than an unprofiled
 Prints, for big.txt paragraphs x repeat: the host conversion (list[str] -> bytes + offsets), the copy to
 the device, every kernel launch and the CuPy steps between them (scans, sorts, searches), the rest
 (gathers, reads of sizes) and the copy back; the best of --reps runs, beside the first (the process's
-first full-size call). Then the copies both ways
-against their alternatives, the device memory a pass holds per input byte, and a batch under a small
-gpu_memory_budget (in groups of rows), from an emptied pool and again.
+first full-size call). Then the copies both ways against their alternatives, the device memory a
+pass holds per input byte, and a batch under a small gpu_memory_budget (in groups of rows), from an
+emptied pool and again.
 """
 import argparse
 import collections

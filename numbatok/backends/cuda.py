@@ -11,7 +11,8 @@ runs once per distinct word (64-bit hashes, sorted; every word is checked byte f
 representative, and a collision sends every word through the model itself).
 
 Words longer than SMALL bytes do not fit the per-thread scratch: the kernel flags them and the CPU
-merges them with the heap path (a 100 KB word would otherwise stall its whole batch on one thread).
+merges them with the heap path (a 100 KB word would otherwise stall its whole batch on one thread);
+only their bytes travel.
 """
 import os
 import threading
