@@ -95,9 +95,10 @@ def _numbatok(device):
         def run(path, prefix):
             opts = preprocess.Options(inputs=[path], output_prefix=prefix, fmt="npy", progress=False)
             with open(os.devnull, "w") as quiet:
-                preprocess.preprocess(tok, tok.sha256, opts, out=quiet)
+                summary, = preprocess.preprocess(tok, tok.sha256, opts, out=quiet)
             for ext in (".ids.npy", ".offsets.npy"):  # one shard: its name without the shard suffix
                 os.replace(preprocess.shard_stem(prefix, 0, 1) + ext, prefix + ext)
+            return summary["stage_seconds"]
         return run
     return prepare
 
@@ -124,11 +125,11 @@ def child(args):
     # every reader, parser and writer loaded before timing, on files of pseudo-words
     for path, _ in write_inputs(args.out, bench.warm_up_text()[:200]):
         run(path, os.path.join(args.out, "warm-up"))
-    times = []
+    times, stages = [], []
     for k in range(1 + args.runs):
         prefix = os.path.join(args.out, f"run{k}")
         t0 = time.perf_counter()
-        run(args.file, prefix)
+        stages.append(run(args.file, prefix))  # (numbatok: where its time went; peers: None)
         times.append(time.perf_counter() - t0)
         if k == 0:
             ids = np.load(prefix + ".ids.npy").astype(np.int64)
@@ -140,6 +141,8 @@ def child(args):
     warm = float(np.median(times[1:]))
     out.update(exact=True, bytes=size, first_pass_s=times[0], warm_s=warm,
                first_pass_MBps=size / times[0] / 1e6, warm_MBps=size / warm / 1e6)
+    if stages[0] is not None:
+        out.update(first_pass_stages_s=stages[0], last_run_stages_s=stages[-1])
     print(json.dumps(out))
 
 
@@ -195,6 +198,10 @@ def main(argv=None):
                     row = {"config": config, "input": os.path.basename(path), "error": f"over {args.timeout} s"}
                 rows.append(row)
                 print("  " + bench.describe(row), flush=True)
+                for when in ("first_pass", "last_run"):
+                    if f"{when}_stages_s" in row:
+                        print(f"    {when.replace('_', ' ')}: " + ", ".join(
+                            f"{k} {v * 1e3:.1f} ms" for k, v in row[f"{when}_stages_s"].items()), flush=True)
     print(table(rows))
     if args.json:
         with open(args.json, "w") as f:

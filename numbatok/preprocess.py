@@ -677,6 +677,20 @@ def host_array(a):
     return np.asarray(a)
 
 
+def _timed(iterable, seconds, stage):
+    """`iterable`, with the time spent getting each item added to seconds[stage]."""
+    it = iter(iterable)
+    while True:
+        t0 = time.perf_counter()
+        try:
+            item = next(it)
+        except StopIteration:
+            return
+        finally:
+            seconds[stage] += time.perf_counter() - t0
+        yield item
+
+
 def encode_blocks(tok, batches, add_special_tokens, eod):
     """(ids, lengths, text bytes, input bytes) per batch; EOD inserted after every document if asked."""
     for texts, text_bytes, in_bytes in batches:
@@ -711,6 +725,7 @@ class Options:
     skip_bad_records: bool = False
     chunk_bytes: int = DEFAULT_CHUNK_MB << 20
     progress: bool = True
+    timings: bool = False
 
 
 def preprocess(tok, tokenizer_sha256, opts, out=None, err=None):
@@ -771,22 +786,31 @@ def _write_shard(tok, stem, config, assigned, eod, dtype, opts, out, err):
                mininterval=0.5 if err.isatty() else 30.0)
     started = time.perf_counter()
     text_total = 0
+    # where the shard's time went, for --timings: the reader runs ahead on its own thread, so its
+    # stage is the time the encoder waited for it
+    seconds = dict.fromkeys(("waiting for input", "encoding", "writing", "commit", "manifest"), 0.0)
     try:
-        blocks = _prefetch(_rebatch(read_documents(assigned, opts.field, opts.chunk_bytes, bad, log),
-                                    opts.chunk_bytes))
-        for ids, lengths, text_bytes, in_bytes in encode_blocks(tok, blocks, opts.add_special_tokens, eod):
+        blocks = _timed(_prefetch(_rebatch(read_documents(assigned, opts.field, opts.chunk_bytes, bad, log),
+                                           opts.chunk_bytes)), seconds, "waiting for input")
+        for ids, lengths, text_bytes, in_bytes in _timed(encode_blocks(tok, blocks, opts.add_special_tokens, eod),
+                                                         seconds, "encoding"):
+            t0 = time.perf_counter()
             writer.add(ids, lengths)
+            seconds["writing"] += time.perf_counter() - t0
             text_total += text_bytes
             bar.update(in_bytes)
             secs = max(time.perf_counter() - started, 1e-9)
             bar.set_postfix_str(f"{writer.documents:,} docs, {writer.tokens / secs:,.0f} tok/s", refresh=False)
+        t0 = time.perf_counter()
         writer.commit()
+        seconds["commit"] = time.perf_counter() - t0
     except BaseException:
         writer.abort()
         raise
     finally:
         bar.close()
-    secs = max(time.perf_counter() - started, 1e-9)
+    seconds["encoding"] -= seconds["waiting for input"]  # (the encoder's wait is inside its own step)
+    t0 = time.perf_counter()
     manifest = {
         "config": config,
         "documents": writer.documents,
@@ -797,13 +821,17 @@ def _write_shard(tok, stem, config, assigned, eod, dtype, opts, out, err):
         "files": [_file_record(p) for p in writer.paths],
     }
     _write_atomically(stem + ".json", (json.dumps(manifest, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
+    seconds["manifest"] = time.perf_counter() - t0
+    secs = max(time.perf_counter() - started, 1e-9)
     mb = text_total / 1e6
     print(f"numbatok preprocess: {name}: {writer.documents:,} documents, {writer.tokens:,} tokens, "
           f"{mb:,.1f} MB of text in {secs:,.1f} s ({mb / secs:,.1f} MB/s, {writer.tokens / secs:,.0f} tokens/s), "
           f"{bad.count:,} bad records skipped -> {', '.join(os.path.basename(p) for p in writer.paths)}",
           file=out)
+    if opts.timings:
+        print(f"numbatok preprocess: {name}: " + ", ".join(f"{k} {v:.3f} s" for k, v in seconds.items()), file=out)
     return {"shard": name, "documents": writer.documents, "tokens": writer.tokens,
-            "text_bytes": text_total, "seconds": secs, "bad_records": bad.count}
+            "text_bytes": text_total, "seconds": secs, "bad_records": bad.count, "stage_seconds": seconds}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -840,6 +868,8 @@ def add_parser(subparsers):
     p.add_argument("--chunk-mb", type=float, default=DEFAULT_CHUNK_MB,
                    help="text per encode call; bounds memory (default %(default)s)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--timings", action="store_true",
+                   help="after each shard, where its time went: waiting for input, encoding, writing, commit, manifest")
     p.set_defaults(func=run)
     return p
 
@@ -856,6 +886,6 @@ def run(args):
         shard_index=shard_index, field=args.field, append_eod=args.append_eod, eod_token=args.eod_token,
         add_special_tokens=args.add_special_tokens, resume=args.resume,
         skip_bad_records=args.on_bad_record == "skip", chunk_bytes=max(1, int(args.chunk_mb * (1 << 20))),
-        progress=not args.no_progress)
+        progress=not args.no_progress, timings=args.timings)
     preprocess(tok, sha, opts)
     return 0

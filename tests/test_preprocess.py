@@ -7,6 +7,7 @@ import glob
 import gzip
 import json
 import os
+import re
 import signal
 import struct
 import subprocess
@@ -273,6 +274,26 @@ def test_bad_records_skipped_and_counted(tmp_path, reference, capsys):
     assert manifest["bad_records"]["count"] == 8
     assert manifest["bad_records"]["first"][0] == {"path": str(tmp_path / "r.jsonl"), "where": "line 2",
                                                    "reason": "invalid JSON: Expecting value at column 10"}
+
+
+def test_timings_say_where_each_shard_went(mixed, tmp_path, capsys):
+    """--timings: a line per shard naming every stage; the stages fit inside the shard's own time."""
+    inputs, _ = mixed_inputs(mixed)
+    assert cli("--input", *inputs, "--output-prefix", tmp_path / "t", "--num-shards", 2, "--chunk-mb", 0.01,
+               "--timings") == 0
+    stages = ["waiting for input", "encoding", "writing", "commit", "manifest"]
+    lines = [line for line in capsys.readouterr().out.splitlines() if "waiting for input" in line]
+    pattern = ", ".join(f"{k} [0-9]+[.][0-9]{{3}} s" for k in stages)
+    assert len(lines) == 2 and all(re.search(f": {pattern}$", line) for line in lines)
+    tok, sha = preprocess.load_tokenizer(str(GPT2), "cpu")
+    opts = preprocess.Options(inputs=[str(p) for p in inputs], output_prefix=str(tmp_path / "u"), num_shards=2,
+                              chunk_bytes=10_000, progress=False)
+    with open(os.devnull, "w") as quiet:
+        summaries = preprocess.preprocess(tok, sha, opts, out=quiet)
+    for summary in summaries:
+        seconds = summary["stage_seconds"]
+        assert list(seconds) == stages and min(seconds.values()) >= 0
+        assert sum(seconds.values()) <= summary["seconds"]
 
 
 def test_unknown_inputs_are_errors(tmp_path):
