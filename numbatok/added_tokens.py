@@ -150,10 +150,10 @@ def may_start(data, a, b, first4, table, flag):
         return False
     if first4.shape[0] == 4:
         c0, c1, c2, c3 = first4[0], first4[1], first4[2], first4[3]
-        n = 0
+        hit = False  # (an OR of booleans stays byte-wide when vectorized; a count widens each to 64 bits)
         for x in data[a:b]:
-            n += (x == c0) | (x == c1) | (x == c2) | (x == c3)
-        return n > 0
+            hit |= (x == c0) | (x == c1) | (x == c2) | (x == c3)
+        return hit
     for x in data[a:b]:
         if table[x] & flag:
             return True

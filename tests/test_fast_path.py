@@ -41,6 +41,16 @@ def test_cold_then_warm_cache(name, docs):
     assert tok.encode_ragged(docs).to_list() == ref_ids(name, docs)
 
 
+def test_cached_words_spread_over_every_slot(docs):
+    # Every hash has bit 0 set (0 marks an empty record): a first slot taken from the low bits
+    # left the even slots to collisions only, the table half its size.
+    tok = numbatok.Tokenizer.from_pretrained("gpt2", device="cpu")
+    tok.encode_ragged(docs)
+    used = np.flatnonzero(tok._word_cache.rec[:, 0])
+    assert used.shape[0] > 1000
+    assert 0.4 < np.mean(used % 2 == 0) < 0.6
+
+
 def test_full_cache_stops_adding_and_stays_exact(docs):
     tok = numbatok.Tokenizer.from_pretrained("gpt2", device="cpu")
     tok._word_cache = WordCache(max_entries=500, max_key_bytes=2000)

@@ -13,7 +13,7 @@ from ..added_tokens import first_bytes, holds_token, may_start
 from ..pre_tokenizers.byte_level import A_ADDED, ascii_classes, ascii_word, match_end
 from ..normalizers.passes import identity_alignment, is_nf, nf_piece, normalize_piece
 from ..kernels.dedup import distinct_words, word_hashes
-from ..kernels.word_cache import KEY_BYTES, LONG_BYTES, MAX_IDS, cached_ids, hash_long, key_hash, meta, meta_ids, pack_key, probe, probe_long
+from ..kernels.word_cache import ID_MASK, INLINE, KEY_BYTES, LONG_BYTES, MAX_IDS, cached_ids, hash_long, home, key_hash, meta, meta_ids, pack_key, probe, probe_long
 from .. import unicode_tables
 from ..pipeline import compact_word, cut_at, piece_words, row_pieces, row_words, store_tokens, word_tokens
 
@@ -461,7 +461,6 @@ def encode_ids_chunks(c_lo, c_hi, text, text_off, pb, pk, row_piece, normalized,
     bytewise = (params[3] & 16) != 0 and (params[3] & 4) == 0  # every byte a symbol, merges always apply
     fused = asc.shape[0] == 256
     rec_flat = rec.reshape(rec.shape[0] * 4)
-    rmask = np.uint64(rec.shape[0] - 1)
     for ci in prange(c_hi - c_lo):
         c = c_lo + ci
         r0 = chunk_row[c]
@@ -530,7 +529,7 @@ def encode_ids_chunks(c_lo, c_hi, text, text_off, pb, pk, row_piece, normalized,
                             h, k0, k1 = pack_key(text, s, e, v)
                         else:  # a long key is the word itself: (position in text, virtual space)
                             h, k0, k1 = hash_long(text, s, e, v), np.uint64(s), np.uint64(v)
-                        prefetch(rec_flat, 4 * np.int64(h & rmask))
+                        prefetch(rec_flat, 4 * home(h, rec.shape[0]))
                     bs[n] = s
                     be[n] = e
                     bv[n] = v
@@ -555,7 +554,13 @@ def encode_ids_chunks(c_lo, c_hi, text, text_off, pb, pk, row_piece, normalized,
                         else:
                             g = probe_long(rec, h, m, text, s, v, kdata)
                         if g >= 0:
-                            pos += cached_ids(rec[g, 3], idata, out, pos)
+                            rv = rec[g, 3]
+                            if rv & INLINE:  # (`cached_ids`' common case here: no call, both stores unconditional)
+                                out[pos] = np.int32((rv >> np.uint64(16)) & ID_MASK)
+                                out[pos + 1] = np.int32(rv >> np.uint64(40))
+                                pos += np.int64((rv >> np.uint64(8)) & np.uint64(127))
+                            else:
+                                pos += cached_ids(rv, idata, out, pos)
                             continue
                         if m <= KEY_BYTES:
                             slot = probe(tab, h, k0, k1, m)

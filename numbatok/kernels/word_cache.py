@@ -59,10 +59,18 @@ def key_hash(k0, k1, m):
 
 
 @jitable
+def home(h, n_slots):
+    """A key's first slot. Bit 0 of every hash is 1 (0 marks an empty slot): the slot comes from the
+    bits above it, else only odd slots would be first slots (the table half as large as it is, and
+    every collision a step into the next cache line)."""
+    return np.int64((h >> np.uint64(1)) & np.uint64(n_slots - 1))
+
+
+@jitable
 def probe(rec, h, k0, k1, m):
     """Slot holding the key, or -(empty slot where it would go) - 1. The table is never full."""
     mask = rec.shape[0] - 1
-    i = np.int64(h & np.uint64(mask))
+    i = home(h, rec.shape[0])
     while True:
         r = rec[i, 0]
         if r == 0:
@@ -102,7 +110,7 @@ def probe_long(rec, h, m, data, s, virt, buf):
     """`probe` for a long word data[s:] (m model-space bytes): key bytes in buf (the shared table's
     `kdata`, or the call's text for a chunk's own table)."""
     mask = rec.shape[0] - 1
-    i = np.int64(h & np.uint64(mask))
+    i = home(h, rec.shape[0])
     while True:
         r = rec[i, 0]
         if r == 0:
@@ -232,7 +240,7 @@ def _rehash(old, rec):
         h = old[j, 0]
         if h != 0:  # (keys are all distinct: the first empty slot of the probe sequence)
             mask = rec.shape[0] - 1
-            slot = np.int64(h & np.uint64(mask))
+            slot = home(h, rec.shape[0])
             while rec[slot, 0] != 0:
                 slot = (slot + 1) & mask
             for q in range(4):
