@@ -443,16 +443,17 @@ BLOCK = 32  # words per block of the fused loop: their table lookups are prefetc
 
 
 @cpu_kernel(parallel=True)
-def encode_ids_chunks(c_lo, c_hi, text, text_off, pb, pk, row_piece, normalized, chunk_row, chunk_cap, chunk_tab,
-                      pt_kind, pt_prefix, classes, asc, first4, at_data, at_off, at_ids, at_flags, at_first,
+def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece, normalized, chunk_row, chunk_cap,
+                      group_tab, pt_kind, pt_prefix, classes, asc, first4, at_data, at_off, at_ids, at_flags, at_first,
                       tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
                       byte_ids, byte_fallback_ids, affix, params, rec, idata, kdata, local, out, row_ntok,
-                      chunk_new):
-    """One prange iteration per chunk of rows c_lo..c_hi-1: pre-tokenize a row, then each word's ids come from the
-    shared cache (`rec`/`idata`, read-only here), from the words this chunk already tokenized (its
-    own table, local[chunk_tab[c]:chunk_tab[c + 1]]), or from the model. ids go to out[chunk_cap[c]:],
-    room for a chunk's worst case; the chunk tables are what `WordCache.add` takes in afterwards
-    (chunk_new[c]: how many words chunk c put in its table).
+                      group_new):
+    """One prange iteration per group of chunks g_lo..g_hi-1 (group g: chunks group_chunk[g] to
+    group_chunk[g + 1] - 1, rows chunk_row[c] to chunk_row[c + 1] - 1 in chunk c): pre-tokenize a
+    row, then each word's ids come from the shared cache (`rec`/`idata`, read-only here), from the
+    words this group already tokenized (its own table, local[group_tab[g]:group_tab[g + 1]]), or from
+    the model. Chunk c's ids go to out[chunk_cap[c]:], room for its worst case; the group tables are
+    what `WordCache.add` takes in afterwards (group_new[g]: how many words group g put in its table).
 
     Words go in blocks: the spans and keys of up to BLOCK words first (each word's slot in the shared
     table prefetched), then their lookups. With `asc` (GPT-2 pattern, no normalizer, no prefix space)
@@ -461,10 +462,10 @@ def encode_ids_chunks(c_lo, c_hi, text, text_off, pb, pk, row_piece, normalized,
     bytewise = (params[3] & 16) != 0 and (params[3] & 4) == 0  # every byte a symbol, merges always apply
     fused = asc.shape[0] == 256
     rec_flat = rec.reshape(rec.shape[0] * 4)
-    for ci in prange(c_hi - c_lo):
-        c = c_lo + ci
-        r0 = chunk_row[c]
-        r1 = chunk_row[c + 1]
+    for gi in prange(g_hi - g_lo):
+        g = g_lo + gi
+        r0 = chunk_row[group_chunk[g]]
+        r1 = chunk_row[group_chunk[g + 1]]
         longest = 1
         for r in range(r0, r1):
             longest = max(longest, text_off[r + 1] - text_off[r])
@@ -480,120 +481,121 @@ def encode_ids_chunks(c_lo, c_hi, text, text_off, pb, pk, row_piece, normalized,
         bkey = np.empty((BLOCK, 3), np.uint64)
         scratch = SMALL + 2
         w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf = model_scratch(scratch, extra)
-        tab = local[chunk_tab[c]:chunk_tab[c + 1]]
+        tab = local[group_tab[g]:group_tab[g + 1]]
         room = tab.shape[0] // 2
-        pos = chunk_cap[c]
-        for r in range(r0, r1):
-            a = text_off[r]
-            b = text_off[r + 1]
-            scan = fused and not holds_token(text, a, b, first4, asc, A_ADDED, at_data, at_off, at_flags)
-            nw = 0
-            if not scan:
-                if normalized:
-                    nw = piece_words(text, pb, pk, row_piece[r], row_piece[r + 1], pt_kind, pt_prefix, classes,
-                                     at_data, at_off, at_ids, at_flags, at_first, True, ws, we, wv, wk, 0)
-                else:
-                    nw = row_words(text, a, b, pt_kind, pt_prefix, classes, at_data, at_off,
-                                   at_ids, at_flags, at_first, True, ws, we, wv, wk, 0)
-            start = pos
-            i = 0
-            p = a
-            while True:
-                n = 0
-                while n < BLOCK:
-                    j = 0
-                    k0 = np.uint64(0)
-                    k1 = np.uint64(0)
-                    if scan:
-                        if p >= b:
-                            break
-                        s = p
-                        v = 0
-                        kind = -1
-                        e, j, k0, k1 = ascii_word(text, p, b, asc)
-                        if e < 0:
-                            e = match_end(text, p, a, b, 0, classes)
-                            j = 0
-                        p = e
+        for c in range(group_chunk[g], group_chunk[g + 1]):
+            pos = chunk_cap[c]
+            for r in range(chunk_row[c], chunk_row[c + 1]):
+                a = text_off[r]
+                b = text_off[r + 1]
+                scan = fused and not holds_token(text, a, b, first4, asc, A_ADDED, at_data, at_off, at_flags)
+                nw = 0
+                if not scan:
+                    if normalized:
+                        nw = piece_words(text, pb, pk, row_piece[r], row_piece[r + 1], pt_kind, pt_prefix, classes,
+                                         at_data, at_off, at_ids, at_flags, at_first, True, ws, we, wv, wk, 0)
                     else:
-                        if i >= nw:
-                            break
-                        s, e, v, kind = ws[i], we[i], wv[i], wk[i]
-                        i += 1
-                    m = e - s + v
-                    h = np.uint64(0)
-                    if kind < 0 and m <= LONG_BYTES:
-                        if j > 0 and m <= KEY_BYTES:
-                            h = key_hash(k0, k1, m)
-                        elif m <= KEY_BYTES:
-                            h, k0, k1 = pack_key(text, s, e, v)
-                        else:  # a long key is the word itself: (position in text, virtual space)
-                            h, k0, k1 = hash_long(text, s, e, v), np.uint64(s), np.uint64(v)
-                        prefetch(rec_flat, 4 * home(h, rec.shape[0]))
-                    bs[n] = s
-                    be[n] = e
-                    bv[n] = v
-                    bkind[n] = kind
-                    bkey[n, 0] = h
-                    bkey[n, 1] = k0
-                    bkey[n, 2] = k1
-                    n += 1
-                if n == 0:
-                    break
-                for t in range(n):
-                    if bkind[t] >= 0:
-                        out[pos] = bkind[t]
-                        pos += 1
-                        continue
-                    s, e, v, h, k0, k1 = bs[t], be[t], bv[t], bkey[t, 0], bkey[t, 1], bkey[t, 2]
-                    m = e - s + v
-                    slot = np.int64(0)
-                    if m <= LONG_BYTES:
-                        if m <= KEY_BYTES:
-                            g = probe(rec, h, k0, k1, m)
+                        nw = row_words(text, a, b, pt_kind, pt_prefix, classes, at_data, at_off,
+                                       at_ids, at_flags, at_first, True, ws, we, wv, wk, 0)
+                start = pos
+                i = 0
+                p = a
+                while True:
+                    n = 0
+                    while n < BLOCK:
+                        j = 0
+                        k0 = np.uint64(0)
+                        k1 = np.uint64(0)
+                        if scan:
+                            if p >= b:
+                                break
+                            s = p
+                            v = 0
+                            kind = -1
+                            e, j, k0, k1 = ascii_word(text, p, b, asc)
+                            if e < 0:
+                                e = match_end(text, p, a, b, 0, classes)
+                                j = 0
+                            p = e
                         else:
-                            g = probe_long(rec, h, m, text, s, v, kdata)
-                        if g >= 0:
-                            rv = rec[g, 3]
-                            if rv & INLINE:  # (`cached_ids`' common case here: no call, both stores unconditional)
-                                out[pos] = np.int32((rv >> np.uint64(16)) & ID_MASK)
-                                out[pos + 1] = np.int32(rv >> np.uint64(40))
-                                pos += np.int64((rv >> np.uint64(8)) & np.uint64(127))
+                            if i >= nw:
+                                break
+                            s, e, v, kind = ws[i], we[i], wv[i], wk[i]
+                            i += 1
+                        m = e - s + v
+                        h = np.uint64(0)
+                        if kind < 0 and m <= LONG_BYTES:
+                            if j > 0 and m <= KEY_BYTES:
+                                h = key_hash(k0, k1, m)
+                            elif m <= KEY_BYTES:
+                                h, k0, k1 = pack_key(text, s, e, v)
+                            else:  # a long key is the word itself: (position in text, virtual space)
+                                h, k0, k1 = hash_long(text, s, e, v), np.uint64(s), np.uint64(v)
+                            prefetch(rec_flat, 4 * home(h, rec.shape[0]))
+                        bs[n] = s
+                        be[n] = e
+                        bv[n] = v
+                        bkind[n] = kind
+                        bkey[n, 0] = h
+                        bkey[n, 1] = k0
+                        bkey[n, 2] = k1
+                        n += 1
+                    if n == 0:
+                        break
+                    for t in range(n):
+                        if bkind[t] >= 0:
+                            out[pos] = bkind[t]
+                            pos += 1
+                            continue
+                        s, e, v, h, k0, k1 = bs[t], be[t], bv[t], bkey[t, 0], bkey[t, 1], bkey[t, 2]
+                        m = e - s + v
+                        slot = np.int64(0)
+                        if m <= LONG_BYTES:
+                            if m <= KEY_BYTES:
+                                hit = probe(rec, h, k0, k1, m)
                             else:
-                                pos += cached_ids(rv, idata, out, pos)
-                            continue
-                        if m <= KEY_BYTES:
-                            slot = probe(tab, h, k0, k1, m)
+                                hit = probe_long(rec, h, m, text, s, v, kdata)
+                            if hit >= 0:
+                                rv = rec[hit, 3]
+                                if rv & INLINE:  # (`cached_ids`' common case here: no call, both stores unconditional)
+                                    out[pos] = np.int32((rv >> np.uint64(16)) & ID_MASK)
+                                    out[pos + 1] = np.int32(rv >> np.uint64(40))
+                                    pos += np.int64((rv >> np.uint64(8)) & np.uint64(127))
+                                else:
+                                    pos += cached_ids(rv, idata, out, pos)
+                                continue
+                            if m <= KEY_BYTES:
+                                slot = probe(tab, h, k0, k1, m)
+                            else:
+                                slot = probe_long(tab, h, m, text, s, v, text)
+                            if slot >= 0:
+                                k, p0 = meta_ids(tab[slot, 3])
+                                for q in range(k):
+                                    out[pos + q] = out[p0 + q]
+                                pos += k
+                                continue
+                        if bytewise and m <= SMALL:
+                            k = merge_byte_word(text, s, e, v, byte_ids, byte_pairs, merges, params[0], sym_id, new_buf)
                         else:
-                            slot = probe_long(tab, h, m, text, s, v, text)
-                        if slot >= 0:
-                            k, p0 = meta_ids(tab[slot, 3])
-                            for q in range(k):
-                                out[pos + q] = out[p0 + q]
-                            pos += k
-                            continue
-                    if bytewise and m <= SMALL:
-                        k = merge_byte_word(text, s, e, v, byte_ids, byte_pairs, merges, params[0], sym_id, new_buf)
-                    else:
-                        if m + 1 > scratch:
-                            scratch = 2 * m + 2
-                            w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf = model_scratch(
-                                scratch, extra)
-                        k = word_tokens(text, s, e, v, -1, tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
-                                        byte_ids, byte_fallback_ids, affix, params,
-                                        w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf)
-                    for q in range(k):
-                        out[pos + q] = sym_id[q]
-                    if m <= LONG_BYTES and room > 0 and k <= MAX_IDS:
-                        slot = -slot - 1
-                        tab[slot, 1] = k0
-                        tab[slot, 2] = k1
-                        tab[slot, 3] = meta(m, k, pos)
-                        tab[slot, 0] = h
-                        room -= 1
-                    pos += k
-            row_ntok[r] = pos - start
-        chunk_new[c] = tab.shape[0] // 2 - room
+                            if m + 1 > scratch:
+                                scratch = 2 * m + 2
+                                w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf = model_scratch(
+                                    scratch, extra)
+                            k = word_tokens(text, s, e, v, -1, tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
+                                            byte_ids, byte_fallback_ids, affix, params,
+                                            w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf)
+                        for q in range(k):
+                            out[pos + q] = sym_id[q]
+                        if m <= LONG_BYTES and room > 0 and k <= MAX_IDS:
+                            slot = -slot - 1
+                            tab[slot, 1] = k0
+                            tab[slot, 2] = k1
+                            tab[slot, 3] = meta(m, k, pos)
+                            tab[slot, 0] = h
+                            room -= 1
+                        pos += k
+                row_ntok[r] = pos - start
+        group_new[g] = tab.shape[0] // 2 - room
 
 
 @cpu_kernel(parallel=True)
@@ -700,35 +702,41 @@ def encode_ids(tok, b, segment=True):
     chunk_bytes = text_off[chunk_row[1:]] - text_off[chunk_row[:-1]]
     cap = chunk_bytes * (2 if pt.add_prefix_space else 1) + np.diff(chunk_row) + 1
     chunk_cap = _scan(cap)
-    # a chunk's own table (at most half full): small enough to stay in cache
-    chunk_tab = _scan(_pow2(np.minimum(chunk_bytes // 16 + 64, 1 << 14)))
+    # Waves of 1, 2, then the rest of the chunks per thread: the first waves fill the shared cache
+    # with the frequent words, so later chunks do not each run the model on them again. Within a
+    # wave each thread takes a group of consecutive chunks with one table of the words it tokenized
+    # (at most half full, small enough to stay in cache): a word new to the wave runs the model once
+    # per thread that meets it, not once per chunk.
+    n_chunks = len(chunk_row) - 1
+    t = numba.get_num_threads()
+    cuts = [0] + [c for c in (t, 3 * t) if c < n_chunks] + [n_chunks]
+    group_chunk = np.unique(np.concatenate([lo + np.arange(min(t, hi - lo) + 1) * (hi - lo) // min(t, hi - lo)
+                                            for lo, hi in zip(cuts[:-1], cuts[1:])]))
+    wave_group = np.searchsorted(group_chunk, cuts)
+    group_bytes = text_off[chunk_row[group_chunk[1:]]] - text_off[chunk_row[group_chunk[:-1]]]
+    group_tab = _scan(_pow2(np.minimum(group_bytes // 16 + 64, 1 << 16)))
     cache = tok._word_cache
-    spare = cache.scratch(int(chunk_tab[-1]))
-    local = spare[:int(chunk_tab[-1])]
+    spare = cache.scratch(int(group_tab[-1]))
+    local = spare[:int(group_tab[-1])]
     out = np.empty(int(chunk_cap[-1]), np.int32)
     row_ntok = np.zeros(n, np.int64)
     scan = tok._norm is None and pt.prog[0] == 1 and pt.prog[1] == GPT2 and not pt.add_prefix_space
     asc, first4 = _scan_tables(at[4].tobytes())
     if not scan:
         asc = asc[:1]
-    # Waves of 1, 2, then the rest of the chunks per thread: the first waves fill the shared cache
-    # with the frequent words, so later chunks do not each run the model on them again.
-    n_chunks = len(chunk_row) - 1
-    chunk_new = np.zeros(n_chunks, np.int64)
-    t = numba.get_num_threads()
-    cuts = [0] + [c for c in (t, 3 * t) if c < n_chunks] + [n_chunks]
-    for lo, hi in zip(cuts[:-1], cuts[1:]):
+    group_new = np.zeros(len(group_chunk) - 1, np.int64)
+    for lo, hi in zip(wave_group[:-1], wave_group[1:]):
         rec, idata, kdata = cache.snapshot()
         try:
-            encode_ids_chunks(lo, hi, text, text_off, pb, pk, row_piece, tok._norm is not None, chunk_row,
-                              chunk_cap, chunk_tab, pt.prog, pt.add_prefix_space, tok._classes, asc, first4, *at,
-                              *tok._model.arrays(), rec, idata, kdata, local, out, row_ntok, chunk_new)
+            encode_ids_chunks(lo, hi, group_chunk, text, text_off, pb, pk, row_piece, tok._norm is not None,
+                              chunk_row, chunk_cap, group_tab, pt.prog, pt.add_prefix_space, tok._classes, asc,
+                              first4, *at, *tok._model.arrays(), rec, idata, kdata, local, out, row_ntok, group_new)
         finally:
             cache.release()
-        new = np.flatnonzero(chunk_new[lo:hi]) + lo
+        new = np.flatnonzero(group_new[lo:hi]) + lo
         if new.shape[0]:  # (a call whose words are all cached has nothing to add, nor tables to scan)
-            cache.add(local[chunk_tab[new[0]]:chunk_tab[new[-1] + 1]], out, text)
-    cache.give_back(spare)  # (every chunk table taken in by `add`: empty again)
+            cache.add(local[group_tab[new[0]]:group_tab[new[-1] + 1]], out, text)
+    cache.give_back(spare)  # (every group's table taken in by `add`: empty again)
     row_off = _scan(row_ntok)
     ids = np.empty(int(row_off[-1]), np.int32)
     gather_chunks(out, chunk_cap, chunk_row, row_off, ids)
