@@ -714,7 +714,7 @@ def encode_ids(tok, b, segment=True):
                                             for lo, hi in zip(cuts[:-1], cuts[1:])]))
     wave_group = np.searchsorted(group_chunk, cuts)
     group_bytes = text_off[chunk_row[group_chunk[1:]]] - text_off[chunk_row[group_chunk[:-1]]]
-    group_tab = _scan(_pow2(np.minimum(group_bytes // 16 + 64, 1 << 16)))
+    group_tab = _scan(_pow2(np.minimum(group_bytes // 8 + 64, 1 << 16)))  # (a first wave's words are mostly new)
     cache = tok._word_cache
     spare = cache.scratch(int(group_tab[-1]))
     local = spare[:int(group_tab[-1])]

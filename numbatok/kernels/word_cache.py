@@ -19,9 +19,10 @@ shared table (ids offset into `idata`; a long key's bytes, virtual space include
 """
 import threading
 
+import numba
 import numpy as np
 
-from .._numba import cpu_kernel, jitable, prange
+from .._numba import cpu_kernel, jitable, prange, prefetch
 
 KEY_BYTES = 16
 LONG_BYTES = 255
@@ -149,16 +150,20 @@ def cached_ids(v, idata, out, pos):
 
 
 @cpu_kernel
-def insert_new(local, out, text, rec, idata, kdata, state):
-    """Adds the words of one call's per-chunk tables (`local`, ids in `out`, long keys in `text`) to
-    the shared table. state = [entries, ids used, max entries, key bytes used, max key bytes]. Returns
+def insert_new(local, slots, out, text, rec, idata, kdata, state):
+    """Adds the words of one call's per-chunk tables (`local`, records `slots` of it, ids in `out`,
+    long keys in `text`) to the shared table. state = [entries, ids used, max entries, key bytes used, max key bytes]. Returns
     how many did not fit (the caller grows the arrays and calls again). Every record it is done with
     is emptied, so the chunk tables are all empty again once nothing is left (see `WordCache.scratch`)."""
     n = state[0]
     ni = state[1]
     nk = state[3]
     left = 0
-    for j in range(local.shape[0]):
+    rec_flat = rec.reshape(rec.shape[0] * 4)
+    for t in range(slots.shape[0]):
+        if t + 8 < slots.shape[0]:  # (each insert probes a random record of a table larger than L2)
+            prefetch(rec_flat, 4 * home(local[slots[t + 8], 0], rec.shape[0]))
+        j = slots[t]
         h = local[j, 0]
         if h == 0:
             continue
@@ -209,20 +214,42 @@ def insert_new(local, out, text, rec, idata, kdata, state):
 
 
 @cpu_kernel(parallel=True)
-def pending(local):
+def filled_slots(local, parts):
+    """Indices of the records of `local` in use, found by `parts` threads' worth of slices: the one
+    thread that inserts them then touches those records only, not every empty one around them (the
+    chunk tables of a call are mostly empty, 15-60 MB of them on 16 threads)."""
+    n = local.shape[0]
+    per = (n + parts - 1) // parts
+    counts = np.zeros(parts + 1, np.int64)
+    for q in prange(parts):
+        c = 0
+        for j in range(q * per, min(n, (q + 1) * per)):
+            c += local[j, 0] != 0
+        counts[q + 1] = c
+    for q in range(parts):
+        counts[q + 1] += counts[q]
+    idx = np.empty(counts[parts], np.int64)
+    for q in prange(parts):
+        k = counts[q]
+        for j in range(q * per, min(n, (q + 1) * per)):
+            if local[j, 0] != 0:
+                idx[k] = j
+                k += 1
+    return idx
+
+
+@cpu_kernel
+def pending(local, slots):
     """At most how many words, ids and long-key bytes `insert_new` may add from `local` (words that
     other chunks also found are counted once per chunk)."""
-    n = 0
     ids = 0
     kb = 0
-    for j in prange(local.shape[0]):
-        if local[j, 0] != 0:
-            v = local[j, 3]
-            m = np.int64(v & np.uint64(255))
-            n += 1
-            ids += np.int64((v >> np.uint64(8)) & np.uint64(127))
-            kb += m if m > KEY_BYTES else 0
-    return n, ids, kb
+    for j in slots:
+        v = local[j, 3]
+        m = np.int64(v & np.uint64(255))
+        ids += np.int64((v >> np.uint64(8)) & np.uint64(127))
+        kb += m if m > KEY_BYTES else 0
+    return slots.shape[0], ids, kb
 
 
 @cpu_kernel(parallel=True)
@@ -279,12 +306,13 @@ class WordCache:
         with self.lock:
             if self.readers:  # another call is reading these records: write a copy
                 self.rec = self.rec.copy()
-            n, ids, kb = pending(local)
+            slots = filled_slots(local, 8 * numba.get_num_threads())
+            n, ids, kb = pending(local, slots)
             self._reserve(n, ids, kb)  # one resize for the whole wave, not a doubling at a time
-            left = insert_new(local, out, text, self.rec, self.idata, self.kdata, self.state)
+            left = insert_new(local, slots, out, text, self.rec, self.idata, self.kdata, self.state)
             while left:  # (not expected: `pending` is an upper bound)
                 self._reserve(left, MAX_IDS * left, LONG_BYTES * left)
-                left = insert_new(local, out, text, self.rec, self.idata, self.kdata, self.state)
+                left = insert_new(local, slots, out, text, self.rec, self.idata, self.kdata, self.state)
 
     def scratch(self, n):
         """Empty records for one call's chunk tables: the spare array when it is free and large enough,
