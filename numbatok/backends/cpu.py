@@ -13,7 +13,8 @@ from ..added_tokens import first_bytes, holds_token, may_start
 from ..pre_tokenizers.byte_level import A_ADDED, ascii_classes, ascii_word, match_end
 from ..normalizers.passes import identity_alignment, is_nf, nf_piece, normalize_piece
 from ..kernels.dedup import distinct_words, word_hashes
-from ..kernels.word_cache import ID_MASK, INLINE, KEY_BYTES, LONG_BYTES, MAX_IDS, cached_ids, hash_long, home, key_hash, meta, meta_ids, pack_key, probe, probe_long
+from ..kernels.word_cache import (ID_MASK, INLINE, KEY_BYTES, LONG_BYTES, MAX_IDS, cached_ids, hash_long, home, key_hash,
+                                  meta, meta_ids, pack_key, probe, probe_long)
 from .. import unicode_tables
 from ..pipeline import compact_word, cut_at, piece_words, row_pieces, row_words, store_tokens, word_tokens
 

@@ -13,9 +13,10 @@ the ids are copied. Record (uint64 x 4, hash 0 = empty):
 Longer words, up to LONG_BYTES (CJK runs and code identifiers are often longer than 16 bytes), keep
 their bytes outside the record and are compared byte by byte once hash and length match:
     hash | 1,  key bytes offset,  virtual space flag,  length | n_ids << 8 | ids offset << 16
-The same records serve the per-chunk tables of one call (ids offset = where the word's ids were
-first written in that call's output; a long key's bytes are the word in the call's text) and the
-shared table (ids offset into `idata`; a long key's bytes, virtual space included, in `kdata`).
+The same records serve the tables of the words new to one call, one per thread and wave (ids
+offset = where the word's ids were first written in that call's output; a long key's bytes are the
+word in the call's text), and the shared table (ids offset into `idata`; a long key's bytes,
+virtual space included, in `kdata`).
 """
 import threading
 
@@ -109,7 +110,7 @@ def _same_long(data, s, virt, m, buf, b0, bvirt):
 @jitable
 def probe_long(rec, h, m, data, s, virt, buf):
     """`probe` for a long word data[s:] (m model-space bytes): key bytes in buf (the shared table's
-    `kdata`, or the call's text for a chunk's own table)."""
+    `kdata`, or the call's text for a call's own table)."""
     mask = rec.shape[0] - 1
     i = home(h, rec.shape[0])
     while True:
@@ -151,10 +152,11 @@ def cached_ids(v, idata, out, pos):
 
 @cpu_kernel
 def insert_new(local, slots, out, text, rec, idata, kdata, state):
-    """Adds the words of one call's per-chunk tables (`local`, records `slots` of it, ids in `out`,
-    long keys in `text`) to the shared table. state = [entries, ids used, max entries, key bytes used, max key bytes]. Returns
-    how many did not fit (the caller grows the arrays and calls again). Every record it is done with
-    is emptied, so the chunk tables are all empty again once nothing is left (see `WordCache.scratch`)."""
+    """Adds the words of one call's own tables (`local`, records `slots` of it, ids in `out`, long
+    keys in `text`) to the shared table. state = [entries, ids used, max entries, key bytes used, max
+    key bytes]. Returns how many did not fit (the caller grows the arrays and calls again). Every
+    record it is done with is emptied, so the call's tables are all empty again once nothing is left
+    (see `WordCache.scratch`)."""
     n = state[0]
     ni = state[1]
     nk = state[3]
@@ -217,7 +219,7 @@ def insert_new(local, slots, out, text, rec, idata, kdata, state):
 def filled_slots(local, parts):
     """Indices of the records of `local` in use, found by `parts` threads' worth of slices: the one
     thread that inserts them then touches those records only, not every empty one around them (the
-    chunk tables of a call are mostly empty, 15-60 MB of them on 16 threads)."""
+    tables of a call are mostly empty, 15-60 MB of them on 16 threads)."""
     n = local.shape[0]
     per = (n + parts - 1) // parts
     counts = np.zeros(parts + 1, np.int64)
@@ -241,7 +243,7 @@ def filled_slots(local, parts):
 @cpu_kernel
 def pending(local, slots):
     """At most how many words, ids and long-key bytes `insert_new` may add from `local` (words that
-    other chunks also found are counted once per chunk)."""
+    other threads also found are counted once per table)."""
     ids = 0
     kb = 0
     for j in slots:
@@ -284,7 +286,7 @@ class WordCache:
         self.max_entries = max_entries
         self.max_key_bytes = max_key_bytes
         self.readers = 0
-        self._spare = None  # chunk tables of an earlier call, empty again (see `scratch`)
+        self._spare = None  # the tables of an earlier call, empty again (see `scratch`)
         self.clear()
 
     def clear(self):
@@ -315,10 +317,10 @@ class WordCache:
                 left = insert_new(local, slots, out, text, self.rec, self.idata, self.kdata, self.state)
 
     def scratch(self, n):
-        """Empty records for one call's chunk tables: the spare array when it is free and large enough,
+        """Empty records for one call's own tables: the spare array when it is free and large enough,
         else a new one (np.empty, zeroed by every thread: transparent huge pages, where np.zeros' lazily
         zeroed 4 KB pages cost a page fault and TLB misses on every random first touch). Return it with
-        `give_back` once `add` has taken in every chunk: it is empty again then."""
+        `give_back` once `add` has taken in every table: it is empty again then."""
         with self.lock:
             buf, self._spare = self._spare, None
         if buf is None or buf.shape[0] < n:
