@@ -448,13 +448,14 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
                       group_tab, pt_kind, pt_prefix, classes, asc, first4, at_data, at_off, at_ids, at_flags, at_first,
                       tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
                       byte_ids, byte_fallback_ids, affix, params, rec, idata, kdata, local, out, row_ntok,
-                      group_new):
+                      group_new, filled):
     """One prange iteration per group of chunks g_lo..g_hi-1 (group g: chunks group_chunk[g] to
     group_chunk[g + 1] - 1, rows chunk_row[c] to chunk_row[c + 1] - 1 in chunk c): pre-tokenize a
     row, then each word's ids come from the shared cache (`rec`/`idata`, read-only here), from the
     words this group already tokenized (its own table, local[group_tab[g]:group_tab[g + 1]]), or from
     the model. Chunk c's ids go to out[chunk_cap[c]:], room for its worst case; the group tables are
-    what `WordCache.add` takes in afterwards (group_new[g]: how many words group g put in its table).
+    what `WordCache.add` takes in afterwards (group_new[g]: how many words group g put in its table,
+    at the records of `local` listed in filled[group_tab[g] // 2:]).
 
     Words go in blocks: the spans and keys of up to BLOCK words first (each word's slot in the shared
     table prefetched), then their lookups. With `asc` (GPT-2 pattern, no normalizer, no prefix space)
@@ -589,6 +590,7 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
                             out[pos + q] = sym_id[q]
                         if m <= LONG_BYTES and room > 0 and k <= MAX_IDS:
                             slot = -slot - 1
+                            filled[group_tab[g] // 2 + tab.shape[0] // 2 - room] = group_tab[g] + slot
                             tab[slot, 1] = k0
                             tab[slot, 2] = k1
                             tab[slot, 3] = meta(m, k, pos)
@@ -726,17 +728,21 @@ def encode_ids(tok, b, segment=True):
     if not scan:
         asc = asc[:1]
     group_new = np.zeros(len(group_chunk) - 1, np.int64)
+    filled = np.empty(int(group_tab[-1]) // 2, np.int64)
     for lo, hi in zip(wave_group[:-1], wave_group[1:]):
         rec, idata, kdata = cache.snapshot()
         try:
             encode_ids_chunks(lo, hi, group_chunk, text, text_off, pb, pk, row_piece, tok._norm is not None,
                               chunk_row, chunk_cap, group_tab, pt.prog, pt.add_prefix_space, tok._classes, asc,
-                              first4, *at, *tok._model.arrays(), rec, idata, kdata, local, out, row_ntok, group_new)
+                              first4, *at, *tok._model.arrays(), rec, idata, kdata, local, out, row_ntok, group_new,
+                              filled)
         finally:
             cache.release()
         new = np.flatnonzero(group_new[lo:hi]) + lo
         if new.shape[0]:  # (a call whose words are all cached has nothing to add, nor tables to scan)
-            cache.add(local[group_tab[new[0]]:group_tab[new[-1] + 1]], out, text)
+            base = group_tab[new[0]]
+            slots = np.concatenate([filled[group_tab[g] // 2:group_tab[g] // 2 + group_new[g]] for g in new]) - base
+            cache.add(local[base:group_tab[new[-1] + 1]], slots, out, text)
     cache.give_back(spare)  # (every group's table taken in by `add`: empty again)
     row_off = _scan(row_ntok)
     ids = np.empty(int(row_off[-1]), np.int32)

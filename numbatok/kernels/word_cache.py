@@ -20,7 +20,6 @@ virtual space included, in `kdata`).
 """
 import threading
 
-import numba
 import numpy as np
 
 from .._numba import cpu_kernel, jitable, prange, prefetch
@@ -215,31 +214,6 @@ def insert_new(local, slots, out, text, rec, idata, kdata, state):
     return left
 
 
-@cpu_kernel(parallel=True)
-def filled_slots(local, parts):
-    """Indices of the records of `local` in use, found by `parts` threads' worth of slices: the one
-    thread that inserts them then touches those records only, not every empty one around them (the
-    tables of a call are mostly empty, 15-60 MB of them on 16 threads)."""
-    n = local.shape[0]
-    per = (n + parts - 1) // parts
-    counts = np.zeros(parts + 1, np.int64)
-    for q in prange(parts):
-        c = 0
-        for j in range(q * per, min(n, (q + 1) * per)):
-            c += local[j, 0] != 0
-        counts[q + 1] = c
-    for q in range(parts):
-        counts[q + 1] += counts[q]
-    idx = np.empty(counts[parts], np.int64)
-    for q in prange(parts):
-        k = counts[q]
-        for j in range(q * per, min(n, (q + 1) * per)):
-            if local[j, 0] != 0:
-                idx[k] = j
-                k += 1
-    return idx
-
-
 @cpu_kernel
 def pending(local, slots):
     """At most how many words, ids and long-key bytes `insert_new` may add from `local` (words that
@@ -304,11 +278,12 @@ class WordCache:
     def __setstate__(self, state):
         self.__init__(**state)
 
-    def add(self, local, out, text):
+    def add(self, local, slots, out, text):
+        """Takes in the records `slots` of a call's own tables `local` (the records its kernel
+        filled: the one thread that inserts touches those only, not the empty ones around them)."""
         with self.lock:
             if self.readers:  # another call is reading these records: write a copy
                 self.rec = self.rec.copy()
-            slots = filled_slots(local, 8 * numba.get_num_threads())
             n, ids, kb = pending(local, slots)
             self._reserve(n, ids, kb)  # one resize for the whole wave, not a doubling at a time
             left = insert_new(local, slots, out, text, self.rec, self.idata, self.kdata, self.state)
