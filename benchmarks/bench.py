@@ -117,6 +117,20 @@ def _fastokens(name, threads):
     return lambda docs: enc.encode_batch_flat(docs, add_special_tokens=False)
 
 
+def _tokie(name, threads):
+    import tokie
+    import numbatok
+    enc = tokie.Tokenizer.from_json(numbatok.tokenizer.resolve_path(name))
+    return lambda docs: enc.encode_batch_flat(docs, add_special_tokens=False)
+
+
+def _snaptokens(name, threads):
+    import snaptokens
+    import numbatok
+    enc = snaptokens.Tokenizer.from_file(numbatok.tokenizer.resolve_path(name))
+    return lambda docs: enc.encode_batch_flat(docs, add_special_tokens=False)
+
+
 CONFIGS = {
     "numbatok cpu": _numbatok("cpu"),
     "numbatok cuda (list[str] -> host arrays)": _numbatok("cuda"),
@@ -125,6 +139,8 @@ CONFIGS = {
     "tiktoken encode_ordinary_batch": _tiktoken,
     "gigatoken encode_batch (awkward array)": _gigatoken,
     "fastokens encode_batch_flat (buffers)": _fastokens,
+    "snaptokens encode_batch_flat (buffers)": _snaptokens,
+    "tokie encode_batch_flat (arrays)": _tokie,
 }
 
 
@@ -135,6 +151,8 @@ def to_flat(got):
         return np.asarray(got.ids, np.int64), np.asarray(got.row_offsets, np.int64)
     if isinstance(got, tuple) and len(got) == 2 and isinstance(got[0], (bytes, bytearray, memoryview)):
         return np.frombuffer(got[0], np.uint32).astype(np.int64), np.frombuffer(got[1], np.uint64).astype(np.int64)
+    if isinstance(got, tuple) and len(got) == 2 and isinstance(got[0], np.ndarray):  # (ids, row lengths)
+        return got[0].astype(np.int64), np.concatenate(([0], np.cumsum(got[1]))).astype(np.int64)
     if type(got).__module__.startswith("awkward"):
         import awkward as ak
         return (ak.to_numpy(ak.flatten(got)).astype(np.int64),
@@ -250,7 +268,7 @@ def versions():
     from importlib.metadata import PackageNotFoundError, version
     out = {"python": platform.python_version()}
     for dist in ("numbatok", "numba", "numba-cuda", "numpy", "tokenizers", "tiktoken", "gigatoken", "fastokens",
-                 "cupy-cuda13x", "cupy-cuda12x"):
+                 "snaptokens", "tokie", "cupy-cuda13x", "cupy-cuda12x"):
         try:
             out[dist] = version(dist)
         except PackageNotFoundError:

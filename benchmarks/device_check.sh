@@ -5,7 +5,8 @@
 # fresh process, then files -> token shards (`preprocess` of a .jsonl file against gigatoken fed the
 # same file), then a profile of the GPU path's stages and the GPU path's cold start.
 # The corpus is looked for in $NUMBATOK_CORPUS, ../shared/corpus, then .device-carry/corpus. Peer wheels
-# (gigatoken, awkward, fastokens) in $NUMBATOK_WHEELS or .whl are installed into a temporary folder first.
+# (gigatoken, awkward, fastokens, snaptokens, tokie) in $NUMBATOK_WHEELS or .whl are installed into a
+# temporary folder first.
 # Budget: about 3 minutes on an H200 machine with the kernels cached, 5 at most (hard limits: 90 s of
 # tests, 110 s of benchmark, 40 s of preprocess, 35 s of profile, 25 s of cold start; each benchmark
 # prints a configuration as it finishes, most important first).
@@ -27,7 +28,7 @@ timeout 90 python3 -m pytest -q tests/test_cuda_device.py -p no:cacheprovider --
     $(python3 -c "import xdist" 2>/dev/null && echo "-n 9")
 rc=$?
 timeout 110 python3 benchmarks/bench.py --repeat 4 --runs 3 --latency --timeout 60 \
-    --configs "numbatok cuda (list[str] -> host arrays),gigatoken encode_batch (awkward array),numbatok cuda (bytes on device -> ids on device),numbatok cpu,fastokens encode_batch_flat (buffers)" \
+    --configs "numbatok cuda (list[str] -> host arrays),gigatoken encode_batch (awkward array),numbatok cuda (bytes on device -> ids on device),numbatok cpu,snaptokens encode_batch_flat (buffers)" \
     ${OUT:+--json "$OUT/bench.json" --png "$OUT/bench.png"}
 rc=$(( rc || $? ))
 timeout 40 python3 benchmarks/preprocess_bench.py --repeat 4 --runs 1 --formats jsonl --timeout 20 \
