@@ -247,6 +247,40 @@ def test_ascii_rows_mapped_as_the_passes_do(name):
         assert np.array_equal(w, g)
 
 
+CHAR_MAPPED = {"NFD", "NFKD", "Lowercase", "StripAccents", "Nmt", "Bert", "Bert-cased", "Bert-cased-strip",
+               "Bert-lower-keep-accents", "Bert-raw", "Seq-strip-accents", "Seq-three-berts"}
+
+
+@pytest.mark.parametrize("name", list(NORMALIZERS))
+def test_other_rows_mapped_a_character_at_a_time(name):
+    """The ids-only path maps rows that are not all ASCII a character at a time (heads identity, NFD,
+    NFKD only), except rows holding a character whose decomposition keeps a combining mark: same
+    normalized text and pieces as every pass over every row, with a sample of every plane and marks
+    of every combining class meeting across characters."""
+    tok, _ = _pair("merges", name)
+    assert (tok._norm.char_map() is not None) == (name in CHAR_MAPPED)
+    t = unicode_data.load()
+    ccc = t.props & unicode_data.CCC
+    marks = sorted({int(ccc[c]): chr(c) for c in reversed(np.flatnonzero(ccc).tolist())}.values())
+    sample = [chr(c) for c in unicode_data.code_points("")[::97]]
+    rows = ["".join(sample[i:i + 40]) for i in range(0, len(sample), 40)] + PIECES + ["".join(PIECES)]
+    rows += ["a" + m1 + m2 + "b" for m1 in marks for m2 in marks]
+    rows += ["x\U0001D15E\u0301y", "\U0001D165\U0001D16D e\u0301 [X]hello[X]", "é<sp>é ÅB", "\u1e9b\u0323\u0301"]
+    b = to_batch(rows)
+    at, classes = tok._added.arrays(), tok._classes
+    want = cpu.normalize_rows(tok._norm, b.data, b.offsets, at, classes)[:4]
+    got = cpu.normalize_rows_ids(tok._norm, b.data, b.offsets, at, classes)
+    for w, g in zip(want, got):
+        assert np.array_equal(w, g)
+    if name in CHAR_MAPPED:
+        cm = tok._norm.char_map().cmap
+        assert (cm >= 0).sum() > 10000  # (the rows were mapped, not passed on)
+        if name in ("NFD", "NFKD"):  # U+0301 stays: NFD may move it past a neighbour's mark
+            assert cm[0x301] == -2
+        if name == "Bert":  # U+0301 is stripped (nothing to reorder); U+1D15E decomposes to a kept mark (Mc)
+            assert cm[0x301] >= 0 and cm[0x1D15E] == -2
+
+
 def test_normalized_added_tokens_decode_and_vocab():
     tok, ref = _pair("bytes", "Lowercase")
     for i in range(ref.get_vocab_size()):

@@ -13,6 +13,8 @@ from ..added_tokens import first_bytes, holds_token, may_start
 from ..pre_tokenizers.byte_level import A_ADDED, ascii_classes, ascii_word, match_end
 from ..normalizers.passes import identity_alignment, is_nf, nf_piece, normalize_piece
 from ..kernels.dedup import distinct_words, word_hashes
+from ..kernels.utf8 import decode
+from ..normalizers.char_map import UNKNOWN, UNSAFE
 from ..kernels.word_cache import (ID_MASK, INLINE, KEY_BYTES, LONG_BYTES, MAX_IDS, cached_ids, hash_long, home, key_hash,
                                   meta, meta_ids, pack_key, probe, probe_long)
 from .. import unicode_tables
@@ -282,12 +284,13 @@ def gather_rows(data, offsets, rows):
 
 
 @cpu_kernel(parallel=True)
-def merge_pieces(write, data, ps, pe, pk, row_piece, row_sub, amap_off, amap_data, amap1, sub_text, sub_pb,
+def merge_pieces(write, data, ps, pe, pk, row_piece, row_sub, amap_off, amap_data, amap1, cm, cd, sub_text, sub_pb,
                  sub_row_piece, pb, out):
-    """Normalized pieces of every row: an all-ASCII row's text pieces mapped byte by byte (amap), its
-    added tokens' pieces copied; any other row's pieces copied from its normalized sub-batch row
-    row_sub[r]. Counts piece lengths into pb[1:] (write=False), or writes them at pb. `amap1`: see
-    `Normalizer.ascii_map` (when not empty, a byte is one lookup, not a loop over its mapping)."""
+    """Normalized pieces of every row: an all-ASCII row's text pieces mapped byte by byte (amap), a
+    row_sub[r] = -2 row's a character at a time (`char_map`: cm, cd), their added tokens' pieces
+    copied; any other row's pieces copied from its normalized sub-batch row row_sub[r]. Counts piece
+    lengths into pb[1:] (write=False), or writes them at pb. `amap1`: see `Normalizer.ascii_map`
+    (when not empty, a byte is one lookup, not a loop over its mapping)."""
     single = amap1.shape[0] == 128
     for r in prange(row_piece.shape[0] - 1):
         j = row_sub[r]
@@ -304,6 +307,16 @@ def merge_pieces(write, data, ps, pe, pk, row_piece, row_sub, amap_off, amap_dat
                     for q in range(pe[i] - ps[i]):
                         out[o + q] = data[ps[i] + q]
                 o += pe[i] - ps[i]
+            elif j == -2:
+                p = ps[i]
+                while p < pe[i]:
+                    c, L = decode(data, p)
+                    v = cm[c]
+                    if write:
+                        for q in range(v & 255):
+                            out[o + q] = cd[(v >> 8) + q]
+                    o += v & 255
+                    p += L
             elif single:
                 if write:
                     for p in range(ps[i], pe[i]):
@@ -328,17 +341,65 @@ def merge_pieces(write, data, ps, pe, pk, row_piece, row_sub, amap_off, amap_dat
                 pb[i + 1] = o
 
 
+@cpu_kernel(parallel=True)
+def char_rows(data, offsets, rows, cm, seen, status):
+    """For each of the given rows: 0 when `char_map` maps all its characters, 1 when one of them is
+    unsafe (the row takes the passes), 2 when it holds characters the map has not seen yet (marked
+    in `seen`)."""
+    for k in prange(rows.shape[0]):
+        st = 0
+        p = offsets[rows[k]]
+        b = offsets[rows[k] + 1]
+        while p < b:
+            c, L = decode(data, p)
+            v = cm[c]
+            if v == UNKNOWN:
+                seen[c] = 1
+                st = 2
+            elif v == UNSAFE and st == 0:
+                st = 1
+            p += L
+        status[k] = st
+
+
+_NO_CHARS = (np.zeros(1, np.int32), _readonly(np.zeros(1, np.uint8)))
+
+
+def _char_mapped(norm, data, offsets, rows):
+    """Which of the rows `rows` (not all ASCII) the normalizer's `char_map` maps, learning their
+    characters first: (mask over rows, cm, cd)."""
+    chars_ = norm.char_map()
+    if chars_ is None or not rows.shape[0]:
+        return np.zeros(rows.shape[0], bool), *_NO_CHARS
+    cm, cd = chars_.arrays()
+    status = np.empty(rows.shape[0], np.uint8)
+    seen = np.zeros(cm.shape[0], np.uint8)
+    char_rows(data, offsets, rows, cm, seen, status)
+    again = np.flatnonzero(status == 2)
+    if again.shape[0]:
+        chars_.learn(np.flatnonzero(seen))
+        cm, cd = chars_.arrays()
+        sub = np.empty(again.shape[0], np.uint8)
+        char_rows(data, offsets, rows[again], cm, seen, sub)
+        status[again] = sub
+    return status == 0, cm, cd
+
+
 def normalize_rows_ids(norm, data, offsets, at, classes):
     """`normalize_rows` without alignments, for the ids-only path: (text, pb, pk, row_piece). All-ASCII
-    rows take the normalizer's ASCII map (one pass, when it has one); only the other rows run its passes."""
+    rows take the normalizer's ASCII map (one pass, when it has one), other rows its `char_map` (when
+    it has one and the row holds no unsafe character); only the rest run its passes."""
     amap = norm.ascii_map()
     flags = ascii_rows(data, offsets) if amap is not None else None
-    if flags is None or not flags.any():
+    if flags is None or (not flags.any() and norm.char_map() is None):
         return normalize_rows(norm, data, offsets, at, classes)[:4]
     n = offsets.shape[0] - 1
     row_piece, ps, pe, pk = _pieces(data, offsets, at, classes)
     other = np.flatnonzero(flags == 0)
     row_sub = np.full(n, -1, np.int64)
+    mapped, cm, cd = _char_mapped(norm, data, offsets, other)
+    row_sub[other[mapped]] = -2
+    other = other[~mapped]
     row_sub[other] = np.arange(other.shape[0])
     # (the same array types whether or not some rows are not ASCII: one compiled specialization)
     z64 = np.zeros(1, np.int64)
@@ -347,7 +408,7 @@ def normalize_rows_ids(norm, data, offsets, at, classes):
         sub_text, sub_pb, _, sub_row_piece = normalize_rows(norm, *gather_rows(data, offsets, other), at,
                                                             classes)[:4]
     pb = np.zeros(ps.shape[0] + 1, np.int64)
-    args = (data, ps, pe, pk, row_piece, row_sub, *amap, sub_text, sub_pb, sub_row_piece)
+    args = (data, ps, pe, pk, row_piece, row_sub, *amap, cm, cd, sub_text, sub_pb, sub_row_piece)
     merge_pieces(False, *args, pb, np.zeros(1, np.uint8))
     np.cumsum(pb, out=pb)
     text = np.empty(int(pb[-1]), np.uint8)

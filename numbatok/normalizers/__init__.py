@@ -91,6 +91,15 @@ class Normalizer:
                     self._ascii = (off, data, one)
         return self._ascii
 
+    def char_map(self):
+        """The `char_map.CharMap` of this normalizer when every pass maps a text character by
+        character but for canonical reordering (heads identity, NFD, NFKD; the per-character ops are
+        all such), else None. The ids-only path maps the rows that are not all ASCII with it."""
+        if not hasattr(self, "_chars"):
+            from .char_map import CharMap
+            self._chars = CharMap(self) if all(h in (passes.IDENT, NFD, NFKD) for h, _, _, _ in self.plan) else None
+        return self._chars
+
     def __repr__(self):
         return "Normalizer(" + ", ".join(
             passes.NAMES[h] + "".join("+" + chars.NAMES[op] for op in ops) for h, _, _, ops in self.plan) + ")"
