@@ -50,40 +50,53 @@ class CharMap:
             cps = cps[self.cmap[cps] == UNKNOWN]
             if not cps.shape[0]:
                 return
-            outs = [o.encode("utf-8") for o in self.norm.normalize_strs([chr(c) for c in cps.tolist()])]
-            lens = np.array([len(o) for o in outs], np.int64)
-            off = self.size + np.concatenate(([0], np.cumsum(lens)[:-1]))
-            grown = np.zeros(max(self.size + int(lens.sum()), 1), np.uint8)
+            out, lens = _each_alone(self.norm, cps)
+            grown = np.zeros(self.size + out.shape[0] + 1, np.uint8)
             grown[:self.size] = self.data[:self.size]
-            grown[self.size:self.size + int(lens.sum())] = np.frombuffer(b"".join(outs), np.uint8)
+            grown[self.size:self.size + out.shape[0]] = out
             grown.flags.writeable = False
-            self.data, self.size = grown, self.size + int(lens.sum())
-            vals = ((off << 8) | lens).astype(np.int32)
+            vals = (((self.size + np.cumsum(lens) - lens) << 8) | lens).astype(np.int32)
             vals[_unsafe(self.norm, cps)] = UNSAFE
+            self.data, self.size = grown, self.size + out.shape[0]
             self.cmap[cps] = vals
+
+
+def _each_alone(norm, cps):
+    """What each code point normalizes to as a text of its own, by the passes: (bytes, lengths)."""
+    from .. import unicode_tables
+    from ..added_tokens import AddedTable
+    from ..backends import cpu
+    raw = np.frombuffer("".join(map(chr, cps.tolist())).encode("utf-8"), np.uint8)
+    offsets = np.zeros(cps.shape[0] + 1, np.int64)
+    np.cumsum(1 + (cps >= 0x80) + (cps >= 0x800) + (cps >= 0x10000), out=offsets[1:])
+    text, pb, _, row_piece, _, _ = cpu.normalize_rows(norm, raw, offsets, AddedTable([]).arrays(), unicode_tables.load())
+    ends = pb[row_piece]
+    return np.asarray(text[ends[0]:ends[-1]]), np.diff(ends)
 
 
 def _unsafe(norm, cps):
     """For each code point: does a decomposition in the normalizer's passes yield a combining mark
-    that the pass keeps? (Followed through the passes: a pass's input is what the passes before it
-    made of the character.)"""
+    that the pass keeps? Followed through the passes, as (owner, code point) pairs: a pass's input
+    is what the passes before it made of the character."""
     t = norm.tables
+    owner, cur = np.arange(cps.shape[0]), cps.astype(np.int64)
     out = np.zeros(cps.shape[0], bool)
-    for i, c in enumerate(cps.tolist()):
-        cur = [c]
-        for head, _, _, cmap, coff, cdata in norm.passes:
-            nxt = []
-            for x in cur:
-                if head in (passes.NFD, passes.NFKD):
-                    j = t.maps[CANON if head == passes.NFD else COMPAT, x]
-                    dec = t.map_data[t.map_off[j]:t.map_off[j + 1]].tolist() if j else [x]
-                else:
-                    dec = [x]
-                for d in dec:
-                    k = cmap[d] if cmap.shape[0] > 1 else 0
-                    kept = [d] if k == 0 else cdata[coff[k]:coff[k + 1]].tolist()
-                    if head != passes.IDENT and kept and t.props[d] & CCC:
-                        out[i] = True
-                    nxt += kept
-            cur = nxt
+    for head, _, _, cmap, coff, cdata in norm.passes:
+        if head != passes.IDENT:
+            owner, cur = _expand(owner, cur, t.maps[CANON if head == passes.NFD else COMPAT, cur], t.map_off,
+                                 t.map_data)
+        j = cmap[cur] if cmap.shape[0] > 1 else np.zeros(cur.shape[0], np.int64)
+        kept = (j == 0) | (coff[j + 1] > coff[j])
+        if head != passes.IDENT:
+            out[owner[kept & ((t.props[cur] & CCC) != 0)]] = True
+        owner, cur = _expand(owner, cur, j, coff, cdata)
     return out
+
+
+def _expand(owner, cur, j, off, data):
+    # each cur[i] with j[i] > 0 replaced by data[off[j[i]]:off[j[i] + 1]] (nothing, when that is empty)
+    lens = np.where(j == 0, 1, off[j + 1] - off[j])
+    start = np.repeat(np.where(j == 0, -1, off[j]), lens)
+    pos = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+    vals = np.where(start < 0, np.repeat(cur, lens), data[np.maximum(start, 0) + pos])
+    return np.repeat(owner, lens), vals.astype(np.int64)
