@@ -11,7 +11,7 @@
   byte_fallback_ids[256] id of "<0xXX>" tokens, -1 when absent                     (BPE)
   affix                  continuing_subword_prefix then end_of_word_suffix bytes
   params                 n_ids, prefix length, suffix length, flags, unk id, model kind,
-                         max_input_chars_per_word
+                         max_input_chars_per_word, the longest token's byte length
 """
 import numpy as np
 
@@ -92,6 +92,6 @@ class ModelTables:
         return (self.tok_data, self.tok_offsets, self.vocab_slots, self.merges, self.byte_pairs, self.byte_ids,
                 self.byte_fallback_ids, self.affix,
                 np.array([self.n_ids, self.n_prefix, self.n_suffix, self.flags, self.unk_id, self.kind,
-                          self.max_input_chars_per_word], dtype=np.int64))
+                          self.max_input_chars_per_word, np.diff(self.tok_offsets).max(initial=0)], dtype=np.int64))
 
 

@@ -1,19 +1,28 @@
 """WordPiece: greedy longest match first, with the continuing-subword prefix on non-initial pieces;
 a word with any unmatched remainder, or longer than max_input_chars_per_word characters, is one
 unk token spanning the whole word (exactly the reference's rule)."""
+import numpy as np
+
 from .._numba import jitable
-from ..kernels.hashing import bytes_lookup
+from ..kernels.hashing import fnv1a, same_bytes
 from ..kernels.utf8 import char_start_before, seq_len
 
 NAME = "WordPiece"
 
 
 @jitable
-def tokenize(w, n, tok_data, tok_offsets, vocab_slots, affix, params, sym_id, sym_st, sym_en, kbuf):
-    """Tokens of word w[0:n] into sym_* (spans in word bytes); returns the count."""
+def tokenize(w, n, tok_data, tok_offsets, vocab_slots, affix, params, sym_id, sym_st, sym_en, hbuf):
+    """Tokens of word w[0:n] into sym_* (spans in word bytes); returns the count. hbuf (int64, n
+    entries): scratch for the candidates' hashes.
+
+    A piece's candidates run from the longest a token can match (params[7] bytes, the prefix
+    included) down a character at a time, and their hashes (FNV-1a, as the vocabulary table's)
+    come from one forward pass over the piece: each candidate costs a probe, not a hash of its
+    bytes (a long word that matches nothing, a script the vocabulary lacks, was quadratic)."""
     n_prefix = params[1]
     unk_id = params[4]
     max_chars = params[6]
+    longest = params[7]
     chars = 0
     i = 0
     while i < n:
@@ -27,20 +36,20 @@ def tokenize(w, n, tok_data, tok_offsets, vocab_slots, affix, params, sym_id, sy
     k = 0
     start = 0
     while start < n:
-        end = n
+        npre = n_prefix if start > 0 else 0
+        end = start + longest - npre
+        if end >= n:
+            end = n
+        else:
+            while end > start and (int(w[end]) & 0xC0) == 0x80:
+                end -= 1
+        h = fnv1a(affix, 0, npre)
+        for j in range(start, end):
+            h = (h ^ np.uint64(w[j])) * np.uint64(0x100000001B3)
+            hbuf[j] = np.int64(h)  # the hash of candidate w[start:j + 1]
         found = -1
         while start < end:
-            if start > 0:
-                q = 0
-                for j in range(n_prefix):
-                    kbuf[q] = affix[j]
-                    q += 1
-                for j in range(start, end):
-                    kbuf[q] = w[j]
-                    q += 1
-                found = bytes_lookup(vocab_slots, tok_data, tok_offsets, kbuf, 0, q)
-            else:
-                found = bytes_lookup(vocab_slots, tok_data, tok_offsets, w, start, end)
+            found = _lookup(vocab_slots, tok_data, tok_offsets, np.uint64(hbuf[end - 1]), affix, npre, w, start, end)
             if found >= 0:
                 break
             end = char_start_before(w, end, start)
@@ -55,3 +64,20 @@ def tokenize(w, n, tok_data, tok_offsets, vocab_slots, affix, params, sym_id, sy
         k += 1
         start = end
     return k
+
+
+@jitable
+def _lookup(slots, tok_data, tok_offsets, h, pre, npre, w, s, e):
+    """`bytes_lookup` of pre[:npre] + w[s:e], whose hash is h."""
+    mask = slots.shape[0] - 1
+    i = np.int64(h & np.uint64(mask))
+    n = npre + e - s
+    while True:
+        tid = slots[i]
+        if tid < 0:
+            return -1
+        ts = tok_offsets[tid]
+        if tok_offsets[tid + 1] - ts == n and same_bytes(tok_data, ts, pre, 0, npre) and \
+                same_bytes(tok_data, ts + npre, w, s, e - s):
+            return tid
+        i = (i + 1) & mask
