@@ -236,7 +236,8 @@ def warm_up_text():
                   for _ in range(200)]
     long_docs = [" ".join("".join(latin[i] for i in rng.integers(0, 52, rng.integers(65, 300))) for _ in range(20))
                  for _ in range(300)]
-    return docs + ascii_docs + long_docs + [" ".join(ascii_docs[:120])]
+    # (and a row that a per-character normalizer cannot map a character at a time: U+1D15E keeps a mark)
+    return docs + ascii_docs + long_docs + [" ".join(ascii_docs[:120]), "e\u0301 \U0001D15E x"]
 
 
 def latency(run, docs):
