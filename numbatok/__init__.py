@@ -18,9 +18,9 @@ def __getattr__(name):
     # on first use, so that `import numbatok` (a CLI's --help, a worker's start) stays fast.
     import importlib
     if name in ("Tokenizer", "shipped_names"):
-        return getattr(importlib.import_module("numbatok.tokenizer"), name)
+        return getattr(importlib.import_module(".tokenizer", __name__), name)
     if name in _SUBMODULES:
-        return importlib.import_module(f"numbatok.{name}")
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'numbatok' has no attribute {name!r}")
 
 
