@@ -226,6 +226,16 @@ def test_corpus_sample_bert_and_gpt2():
     assert r.to_list() == [e.ids for e in ref.encode_batch(docs, add_special_tokens=False)]
 
 
+def _assert_ids_path_normalizes_as_the_passes(tok, rows):
+    """The ids-only path's normalized text, pieces and added tokens equal those of every pass."""
+    b = to_batch(rows)
+    at, classes = tok._added.arrays(), tok._classes
+    want = cpu.normalize_rows(tok._norm, b.data, b.offsets, at, classes)[:4]
+    got = cpu.normalize_rows_ids(tok._norm, b.data, b.offsets, at, classes)
+    for w, g in zip(want, got):
+        assert np.array_equal(w, g)
+
+
 ASCII_MAPPED = {"NFD", "NFKD", "NFC", "NFKC", "Lowercase", "StripAccents", "Nmt", "Bert", "Bert-cased",
                 "Bert-cased-strip", "Bert-lower-keep-accents", "Bert-raw", "Seq-strip-accents", "Seq-bert-nfc",
                 "Seq-nfkc-lower-nfd", "Seq-three-berts"}
@@ -239,12 +249,7 @@ def test_ascii_rows_mapped_as_the_passes_do(name):
     assert (tok._norm.ascii_map() is not None) == (name in ASCII_MAPPED)
     every = "".join(chr(c) for c in range(128))
     rows = [every, "", "[X]hello[X] <sp> HELLO", "  x\t\x00\x7f ab", "ÅB naïve ＡＢ", every + "é", "hello[X]"] * 3
-    b = to_batch(rows)
-    at, classes = tok._added.arrays(), tok._classes
-    want = cpu.normalize_rows(tok._norm, b.data, b.offsets, at, classes)[:4]
-    got = cpu.normalize_rows_ids(tok._norm, b.data, b.offsets, at, classes)
-    for w, g in zip(want, got):
-        assert np.array_equal(w, g)
+    _assert_ids_path_normalizes_as_the_passes(tok, rows)
 
 
 CHAR_MAPPED = {"NFD", "NFKD", "Lowercase", "StripAccents", "Nmt", "Bert", "Bert-cased", "Bert-cased-strip",
@@ -266,12 +271,7 @@ def test_other_rows_mapped_a_character_at_a_time(name):
     rows = ["".join(sample[i:i + 40]) for i in range(0, len(sample), 40)] + PIECES + ["".join(PIECES)]
     rows += ["a" + m1 + m2 + "b" for m1 in marks for m2 in marks]
     rows += ["x\U0001D15E\u0301y", "\U0001D165\U0001D16D e\u0301 [X]hello[X]", "é<sp>é ÅB", "\u1e9b\u0323\u0301"]
-    b = to_batch(rows)
-    at, classes = tok._added.arrays(), tok._classes
-    want = cpu.normalize_rows(tok._norm, b.data, b.offsets, at, classes)[:4]
-    got = cpu.normalize_rows_ids(tok._norm, b.data, b.offsets, at, classes)
-    for w, g in zip(want, got):
-        assert np.array_equal(w, g)
+    _assert_ids_path_normalizes_as_the_passes(tok, rows)
     if name in CHAR_MAPPED:
         cm = tok._norm.char_map().cmap
         assert (cm >= 0).sum() > 10000  # (the rows were mapped, not passed on)
