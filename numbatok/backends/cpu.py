@@ -374,7 +374,7 @@ def _char_mapped(norm, data, offsets, rows):
     chars_ = norm.char_map()
     if chars_ is None or not rows.shape[0]:
         return np.zeros(rows.shape[0], bool), *_NO_CHARS
-    cm, cd = chars_.arrays()
+    cm = chars_.arrays()[0]
     status = np.empty(rows.shape[0], np.uint8)
     seen = np.zeros(NCP + (NCP >> 12), np.uint8)
     char_rows(data, offsets, rows, cm, seen, status)
@@ -382,10 +382,11 @@ def _char_mapped(norm, data, offsets, rows):
     if again.shape[0]:
         chars_.learn(np.concatenate([np.flatnonzero(seen[k << 12:(k + 1) << 12]) + (k << 12)
                                      for k in np.flatnonzero(seen[NCP:]).tolist()]))
-        cm, cd = chars_.arrays()
         sub = np.empty(again.shape[0], np.uint8)
         char_rows(data, offsets, rows[again], cm, seen, sub)
         status[again] = sub
+    # (taken after the checks: a character another thread learned meanwhile has its bytes in this `cd`)
+    cm, cd = chars_.arrays()
     return status == 0, cm, cd
 
 

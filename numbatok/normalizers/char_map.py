@@ -25,14 +25,15 @@ UNKNOWN, UNSAFE = -1, -2
 
 class CharMap:
     """cmap[cp]: UNKNOWN, UNSAFE, or (offset << 8) | length of the character's normalized UTF-8 bytes in
-    `data`. Entries are set once; `data` only grows, into a new array: a call that took (cmap, data)
-    after learning its own characters reads only entries that point into its `data`."""
+    `data`. Entries are set once, after `data` has grown (into a new array) to hold their bytes: a
+    call that reads `data` after it has seen its characters' entries finds their bytes in it."""
 
     def __init__(self, norm):
         self.norm = norm
         self.lock = threading.Lock()
         self.cmap = np.full(NCP, UNKNOWN, np.int32)
         self.data = np.zeros(1, np.uint8)
+        self.data.flags.writeable = False  # (one array type for the kernels, before and after `learn`)
         self.size = 0
 
     def __getstate__(self):  # a pickled tokenizer starts with an empty map
