@@ -34,15 +34,22 @@ def fnv1a(data, s, e):
 @jitable
 def bytes_lookup(slots, tok_data, tok_offsets, key, s, e):
     """id whose bytes equal key[s:e], or -1."""
+    return bytes_lookup_hashed(slots, tok_data, tok_offsets, fnv1a(key, s, e), key, 0, key, s, e)
+
+
+@jitable
+def bytes_lookup_hashed(slots, tok_data, tok_offsets, h, pre, npre, key, s, e):
+    """id whose bytes equal pre[:npre] + key[s:e], whose FNV-1a hash is h; or -1."""
     mask = slots.shape[0] - 1
-    i = np.int64(fnv1a(key, s, e) & np.uint64(mask))
-    n = e - s
+    i = np.int64(h & np.uint64(mask))
+    n = npre + e - s
     while True:
         tid = slots[i]
         if tid < 0:
             return -1
         ts = tok_offsets[tid]
-        if tok_offsets[tid + 1] - ts == n and same_bytes(tok_data, ts, key, s, n):
+        if tok_offsets[tid + 1] - ts == n and same_bytes(tok_data, ts, pre, 0, npre) and \
+                same_bytes(tok_data, ts + npre, key, s, e - s):
             return tid
         i = (i + 1) & mask
 

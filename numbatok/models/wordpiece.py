@@ -4,7 +4,7 @@ unk token spanning the whole word (exactly the reference's rule)."""
 import numpy as np
 
 from .._numba import jitable
-from ..kernels.hashing import fnv1a, same_bytes
+from ..kernels.hashing import bytes_lookup_hashed, fnv1a
 from ..kernels.utf8 import char_start_before, seq_len
 
 NAME = "WordPiece"
@@ -49,7 +49,8 @@ def tokenize(w, n, tok_data, tok_offsets, vocab_slots, affix, params, sym_id, sy
             hbuf[j] = np.int64(h)  # the hash of candidate w[start:j + 1]
         found = -1
         while start < end:
-            found = _lookup(vocab_slots, tok_data, tok_offsets, np.uint64(hbuf[end - 1]), affix, npre, w, start, end)
+            found = bytes_lookup_hashed(vocab_slots, tok_data, tok_offsets, np.uint64(hbuf[end - 1]), affix, npre,
+                                        w, start, end)
             if found >= 0:
                 break
             end = char_start_before(w, end, start)
@@ -65,19 +66,3 @@ def tokenize(w, n, tok_data, tok_offsets, vocab_slots, affix, params, sym_id, sy
         start = end
     return k
 
-
-@jitable
-def _lookup(slots, tok_data, tok_offsets, h, pre, npre, w, s, e):
-    """`bytes_lookup` of pre[:npre] + w[s:e], whose hash is h."""
-    mask = slots.shape[0] - 1
-    i = np.int64(h & np.uint64(mask))
-    n = npre + e - s
-    while True:
-        tid = slots[i]
-        if tid < 0:
-            return -1
-        ts = tok_offsets[tid]
-        if tok_offsets[tid + 1] - ts == n and same_bytes(tok_data, ts, pre, 0, npre) and \
-                same_bytes(tok_data, ts + npre, w, s, e - s):
-            return tid
-        i = (i + 1) & mask
