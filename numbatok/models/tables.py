@@ -51,6 +51,7 @@ class ModelTables:
         lens = np.array([len(b) if b is not None else 0 for b in id_bytes], dtype=np.int64)
         self.tok_offsets = np.zeros(len(id_bytes) + 1, dtype=np.int64)
         np.cumsum(lens, out=self.tok_offsets[1:])
+        self.longest = int(lens.max(initial=0))  # (WordPiece tries no candidate longer than this)
         self.tok_data = np.frombuffer(b"".join(b for b in id_bytes if b is not None), dtype=np.uint8).copy()
         if self.tok_data.shape[0] == 0:
             self.tok_data = np.zeros(1, np.uint8)
@@ -92,6 +93,6 @@ class ModelTables:
         return (self.tok_data, self.tok_offsets, self.vocab_slots, self.merges, self.byte_pairs, self.byte_ids,
                 self.byte_fallback_ids, self.affix,
                 np.array([self.n_ids, self.n_prefix, self.n_suffix, self.flags, self.unk_id, self.kind,
-                          self.max_input_chars_per_word, np.diff(self.tok_offsets).max(initial=0)], dtype=np.int64))
+                          self.max_input_chars_per_word, self.longest], dtype=np.int64))
 
 
