@@ -10,6 +10,11 @@ fastest peers cache words, so this is what a new corpus sees), compares every id
 (a configuration that differs is reported and not timed), and re-encodes them --runs times (the
 "warm" figure is the median). All outputs are arrays or the library's own batch result; special
 tokens are not added. Peers that are not installed, or do not support the vocabulary, are skipped.
+
+With --rounds N every configuration runs N times, the rounds interleaved (each round runs every
+configuration once), and the table shows the median with the range: a shared machine's speed moves
+by up to 2x between minutes, and interleaving spreads that over all configurations alike. Ratios are
+medians of the ratios within each round.
 """
 import argparse
 import json
@@ -285,6 +290,7 @@ def main(argv=None):
     ap.add_argument("--corpus")
     ap.add_argument("--repeat", type=int, default=1, help="documents repeated this many times")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=1, help="fresh processes per configuration, interleaved")
     ap.add_argument("--latency", action="store_true", help="also time batches of 1, 64, 4096 and one 10 MB document")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per configuration")
     ap.add_argument("--json")
@@ -325,29 +331,65 @@ def main(argv=None):
                 ref_file = os.path.join(tmp, "ref.npz")
                 np.savez(ref_file, ids=ids, offsets=offs)
                 print(f"\n{name} on {data}: {len(docs)} documents, {nbytes / 1e6:.2f} MB", flush=True)
-                for config in configs:
-                    cmd = [sys.executable, os.path.abspath(__file__), "--child", config, "--tokenizer", name,
-                           "--child-docs", docs_file, "--child-ref", ref_file, "--child-data", data,
-                           "--runs", str(args.runs)] + (["--latency"] if args.latency else [])
-                    try:
-                        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
-                        line = [x for x in p.stdout.splitlines() if x.startswith("{")]
-                        row = json.loads(line[-1]) if line else {"config": config, "tokenizer": name, "data": data,
-                                                                 "error": (p.stderr or "no output")[-300:]}
-                    except subprocess.TimeoutExpired:
-                        row = {"config": config, "tokenizer": name, "data": data, "error": f"over {args.timeout} s"}
-                    rows.append(row)
-                    print("  " + describe(row), flush=True)
+                runs = {config: [] for config in configs}
+                for rnd in range(args.rounds):
+                    for config in configs:
+                        if runs[config] and not runs[config][-1].get("exact"):
+                            continue  # skipped, failed or not exact: once is enough
+                        cmd = [sys.executable, os.path.abspath(__file__), "--child", config, "--tokenizer", name,
+                               "--child-docs", docs_file, "--child-ref", ref_file, "--child-data", data,
+                               "--runs", str(args.runs)] + (["--latency"] if args.latency else [])
+                        try:
+                            p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+                            line = [x for x in p.stdout.splitlines() if x.startswith("{")]
+                            row = json.loads(line[-1]) if line else {"config": config, "tokenizer": name, "data": data,
+                                                                     "error": (p.stderr or "no output")[-300:]}
+                        except subprocess.TimeoutExpired:
+                            row = {"config": config, "tokenizer": name, "data": data, "error": f"over {args.timeout} s"}
+                        runs[config].append(row)
+                        print(f"  {'' if args.rounds == 1 else f'[{rnd + 1}/{args.rounds}] '}{describe(row)}", flush=True)
+                rows += [combine(runs[config]) for config in configs]
     print(table(rows))
     if args.latency:
         print(latency_table(rows))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"machine": machine, "versions": versions(), "repeat": args.repeat, "runs": args.runs,
-                       "rows": rows}, f, indent=1)
+                       "rounds": args.rounds, "rows": rows}, f, indent=1)
     if args.png:
         chart(rows, args.png, machine)
     return 0
+
+
+def combine(runs):
+    """One row for a configuration's rounds: the medians, and each round's figures (`rounds`) for the
+    ratios and ranges. A round that failed or differed stands for the configuration."""
+    bad = [r for r in runs if not r.get("exact")]
+    if bad:
+        return bad[0]
+    row = dict(runs[0])
+    for key in ("first_pass_MBps", "warm_MBps", "first_pass_s", "warm_s"):
+        row[key] = float(np.median([r[key] for r in runs]))
+    if row.get("latency_ms"):
+        row["latency_ms"] = {k: float(np.median([r["latency_ms"][k] for r in runs])) for k in row["latency_ms"]}
+    if len(runs) > 1:
+        row["rounds"] = [{"first_pass_MBps": r["first_pass_MBps"], "warm_MBps": r["warm_MBps"]} for r in runs]
+    return row
+
+
+def _ratio(r, base, key):
+    # median of the ratios within each round (rows of one run share their rounds' order)
+    a = [x[key] for x in r.get("rounds", [r])]
+    b = [x[key] for x in base.get("rounds", [base])]
+    return float(np.median([x / y for x, y in zip(a, b)])) if len(a) == len(b) else r[key] / base[key]
+
+
+def _figure(r, key):
+    if "rounds" not in r:
+        return f"{r[key]:.1f}"
+    v = [x[key] for x in r["rounds"]]
+    d = 1 if max(v) < 10 else 0
+    return f"{r[key]:.1f} ({min(v):.{d}f}-{max(v):.{d}f})"
 
 
 def describe(r):
@@ -368,10 +410,9 @@ def table(rows):
             continue
         base = next((b for b in rows if b.get("exact") and b["config"].startswith("tokenizers")
                      and b["tokenizer"] == r["tokenizer"] and b["data"] == r["data"]), None)
-        ratio = (f"{r['first_pass_MBps'] / base['first_pass_MBps']:.1f} / {r['warm_MBps'] / base['warm_MBps']:.1f}"
-                 if base else "-")
-        out.append(f"| {r['tokenizer']} | {r['data']} | {r['config']} | {r['first_pass_MBps']:.1f} | "
-                   f"{r['warm_MBps']:.1f} | {ratio} |")
+        ratio = (f"{_ratio(r, base, 'first_pass_MBps'):.1f} / {_ratio(r, base, 'warm_MBps'):.1f}" if base else "-")
+        out.append(f"| {r['tokenizer']} | {r['data']} | {r['config']} | {_figure(r, 'first_pass_MBps')} | "
+                   f"{_figure(r, 'warm_MBps')} | {ratio} |")
     return "\n".join(out)
 
 
