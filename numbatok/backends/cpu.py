@@ -779,8 +779,8 @@ def encode_ids(tok, b, segment=True):
     n_chunks = len(chunk_row) - 1
     t = numba.get_num_threads()
     cuts = [0] + [c for c in (t, 3 * t) if c < n_chunks] + [n_chunks]
-    group_chunk = np.unique(np.concatenate([lo + np.arange(min(t, hi - lo) + 1) * (hi - lo) // min(t, hi - lo)
-                                            for lo, hi in zip(cuts[:-1], cuts[1:])]))
+    group_chunk = np.unique(np.concatenate([lo + np.arange(min(t, hi - lo) + 1) * (hi - lo) // max(min(t, hi - lo), 1)
+                                            for lo, hi in zip(cuts[:-1], cuts[1:])]))  # (no chunks: [0])
     wave_group = np.searchsorted(group_chunk, cuts)
     group_bytes = text_off[chunk_row[group_chunk[1:]]] - text_off[chunk_row[group_chunk[:-1]]]
     group_tab = _scan(_pow2(np.minimum(group_bytes // 8 + 64, 1 << 16)))  # (a first wave's words are mostly new)
