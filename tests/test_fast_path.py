@@ -229,3 +229,60 @@ def test_a_normalizer_that_is_not_per_character_keeps_rows_whole(monkeypatch):
     doc = ["tokens in a long row, " * 30_000]
     assert tok.encode_ragged(doc).to_list() == [Tokenizer.from_str(text).encode_batch(doc)[0].ids]
     assert not cpu._segmentable(tok) and cpu._segmentable(numbatok.Tokenizer.from_pretrained("bert-base-uncased"))
+
+
+def _cached_words(cache):
+    """A WordCache's words -> ids, after checking that a probe from each word's first slot finds it."""
+    from numbatok.kernels import word_cache as wc
+    rec, idata, kdata = cache.rec, cache.idata, cache.kdata
+    words = {}
+    for i in np.flatnonzero(rec[:, 0]).tolist():
+        k0, k1, v = int(rec[i, 1]), int(rec[i, 2]), int(rec[i, 3])
+        m, k = v & 255, (v >> 8) & 127
+        if v & int(wc.INLINE):
+            ids = [(v >> 16) & int(wc.ID_MASK), v >> 40][:k]
+        else:
+            ids = idata[v >> 16:(v >> 16) + k].tolist()
+        if m > wc.KEY_BYTES:
+            key, found = bytes(kdata[k0:k0 + m]), wc.probe_long(rec, rec[i, 0], m, kdata, k0, 0, kdata)
+        else:
+            key, found = (k0, k1, m), wc.probe(rec, rec[i, 0], rec[i, 1], rec[i, 2], m)
+        assert found == i
+        words[key] = ids
+    return words
+
+
+def test_adds_on_every_thread_fill_the_cache_as_one_thread_does(monkeypatch):
+    """Many new words go into the shared table on every thread, each filling its own range of slots
+    (and a grown table is rehashed the same way): the same words with the same ids as the one-thread
+    insert, every word found from its first slot, and the encodings exact."""
+    import numba
+    from numbatok.kernels import word_cache as wc
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("one thread only")
+    rng = np.random.default_rng(3)
+    letters = list("abcdefghijklmnopqrstuvwxyzäöü日本")
+    words = ["".join(rng.choice(letters, n)) for n in rng.integers(1, 40, 30_000)]  # long keys, many ids
+    rows = [" ".join(rng.choice(words, 50)) for _ in range(2_000)]
+    want = [e.ids for e in reference_tok("gpt2").encode_batch(rows, add_special_tokens=False)]
+    calls = {"insert_parts": 0, "_rehash_parts": 0}
+    for name in calls:
+        def counted(*a, _f=getattr(wc, name), _n=name):
+            calls[_n] += 1
+            return _f(*a)
+        monkeypatch.setattr(wc, name, counted)
+    caches = {}
+    old = numba.get_num_threads()
+    try:
+        for threads, threshold in ((2, 256), (1, 1 << 40)):
+            numba.set_num_threads(threads)
+            monkeypatch.setattr(wc, "PARALLEL_ADD", threshold)
+            tok = numbatok.Tokenizer.from_pretrained("gpt2", device="cpu")
+            assert tok.encode_ragged(rows, add_special_tokens=False).to_list() == want
+            assert tok.encode_ragged(rows[::-1], add_special_tokens=False).to_list() == want[::-1]
+            caches[threads] = _cached_words(tok._word_cache)
+            assert not tok._word_cache._spare[:, 0].any()
+    finally:
+        numba.set_num_threads(old)
+    assert calls["insert_parts"] > 0 and calls["_rehash_parts"] > 0  # (all of them from the first round)
+    assert len(caches[2]) > 10_000 and caches[2] == caches[1]

@@ -149,6 +149,38 @@ def cached_ids(v, idata, out, pos):
     return k
 
 
+@jitable
+def _put(rec, slot, h, k0, k1, v, out, text, idata, ni, kdata, nk):
+    """Writes a call's word (record fields h, k0, k1, v as in its own table; ids in `out`, a long key's
+    bytes in `text`) into empty slot `slot` of the shared table, its ids at idata[ni:] and a long
+    key's bytes at kdata[nk:] where they do not fit the record. Returns the new (ni, nk)."""
+    m = np.int64(v & np.uint64(255))
+    k, p = meta_ids(v)
+    inline = k <= 2 and out[p] < (1 << 24) and out[p + k - 1] < (1 << 24)
+    if inline:
+        ids = np.uint64(out[p]) | (np.uint64(out[p + 1]) << np.uint64(24) if k == 2 else np.uint64(0))
+        v = np.uint64(m) | ((np.uint64(k) | np.uint64(128)) << np.uint64(8)) | (ids << np.uint64(16))
+    else:
+        for q in range(k):
+            idata[ni + q] = out[p + q]
+        v = meta(m, k, ni)
+        ni += k
+    if m > KEY_BYTES:  # the key's model-space bytes, virtual space included
+        s = np.int64(k0)
+        if k1:
+            kdata[nk] = 32
+        for q in range(m - np.int64(k1)):
+            kdata[nk + np.int64(k1) + q] = text[s + q]
+        k0 = np.uint64(nk)
+        k1 = np.uint64(0)
+        nk += m
+    rec[slot, 1] = k0
+    rec[slot, 2] = k1
+    rec[slot, 3] = v
+    rec[slot, 0] = h  # last: a concurrent reader never sees a half-written record
+    return ni, nk
+
+
 @cpu_kernel
 def insert_new(local, slots, out, text, rec, idata, kdata, state):
     """Adds the words of one call's own tables (`local`, records `slots` of it, ids in `out`, long
@@ -184,33 +216,112 @@ def insert_new(local, slots, out, text, rec, idata, kdata, state):
         # cached already; the cache is full; or long keys over their own budget (those words keep running the model)
         if slot >= 0 or n >= state[2] or (long and nk + m > state[4]):
             continue
-        inline = k <= 2 and out[p] < (1 << 24) and out[p + k - 1] < (1 << 24)
-        if inline:
-            ids = np.uint64(out[p]) | (np.uint64(out[p + 1]) << np.uint64(24) if k == 2 else np.uint64(0))
-            v = np.uint64(m) | ((np.uint64(k) | np.uint64(128)) << np.uint64(8)) | (ids << np.uint64(16))
-        else:
-            for q in range(k):
-                idata[ni + q] = out[p + q]
-            v = meta(m, k, ni)
-            ni += k
-        if long:  # the key's model-space bytes, virtual space included
-            s = np.int64(k0)
-            if k1:
-                kdata[nk] = 32
-            for q in range(m - np.int64(k1)):
-                kdata[nk + np.int64(k1) + q] = text[s + q]
-            k0 = np.uint64(nk)
-            k1 = np.uint64(0)
-            nk += m
-        slot = -slot - 1
-        rec[slot, 1] = k0
-        rec[slot, 2] = k1
-        rec[slot, 3] = v
-        rec[slot, 0] = h  # last: a concurrent reader never sees a half-written record
+        ni, nk = _put(rec, -slot - 1, h, k0, k1, v, out, text, idata, ni, kdata, nk)
         n += 1
     state[0] = n
     state[1] = ni
     state[3] = nk
+    return left
+
+
+@jitable
+def _probe_range(rec, h, k0, k1, m, text, kdata, hi):
+    """`probe` (or `probe_long`, keys in text / kdata) that stops before slot hi, never wrapping: the
+    slot, -(empty slot) - 1, or -rec.shape[0] - 1 when the probe would reach hi."""
+    i = home(h, rec.shape[0])
+    while i < hi:
+        r = rec[i, 0]
+        if r == 0:
+            return -i - 1
+        if r == h and (rec[i, 3] & np.uint64(255)) == np.uint64(m):
+            if m > KEY_BYTES:
+                if _same_long(text, np.int64(k0), np.int64(k1), m, kdata, np.int64(rec[i, 1]), np.int64(rec[i, 2])):
+                    return i
+            elif rec[i, 1] == k0 and rec[i, 2] == k1:
+                return i
+        i += 1
+    return -rec.shape[0] - 1
+
+
+@cpu_kernel(parallel=True)
+def insert_parts(local, slots, out, text, rec, idata, kdata, state, parts):
+    """`insert_new` on every thread. The table is cut into `parts` (a power of two) equal ranges of
+    slots, each filled by one thread; a word goes to the range of its first slot, so copies of one
+    word from several tables meet on one thread, and every probe and write of a thread stays in its
+    range. A probe that would leave it is not taken: those words stay in `local`, and their slots are
+    returned, for `insert_new`; every other record listed is emptied. Each range writes its words'
+    ids and long keys into room set aside for all of them (a word found cached leaves a hole), so the
+    caller reserves room for every word and keeps within the limits."""
+    size = rec.shape[0]
+    n = slots.shape[0]
+    shift = np.int64(0)
+    while (parts << shift) < size:
+        shift += 1
+    ent = np.empty((n, 4), np.uint64)  # (each record read is a cache miss: read on every thread)
+    part = np.empty(n, np.int64)
+    for t in prange(n):
+        j = slots[t]
+        for k in range(4):
+            ent[t, k] = local[j, k]
+        local[j, 0] = 0  # (emptied while its line is in cache)
+        part[t] = home(ent[t, 0], size) >> shift
+    start = np.zeros(parts + 1, np.int64)
+    for t in range(n):
+        start[part[t] + 1] += 1
+    for q in range(parts):
+        start[q + 1] += start[q]
+    srt = np.empty((n, 4), np.uint64)  # the records by range, each range's then read in order
+    sj = np.empty(n, np.int64)
+    fill = start[:parts].copy()
+    for t in range(n):
+        u = fill[part[t]]
+        for k in range(4):
+            srt[u, k] = ent[t, k]
+        sj[u] = slots[t]
+        fill[part[t]] += 1
+    ids_at = np.zeros(parts + 1, np.int64)
+    kb_at = np.zeros(parts + 1, np.int64)
+    for q in prange(parts):
+        for u in range(start[q], start[q + 1]):
+            v = srt[u, 3]
+            m = np.int64(v & np.uint64(255))
+            ids_at[q + 1] += np.int64((v >> np.uint64(8)) & np.uint64(127))
+            if m > KEY_BYTES:
+                kb_at[q + 1] += m
+    for q in range(parts):
+        ids_at[q + 1] += ids_at[q]
+        kb_at[q + 1] += kb_at[q]
+    added = np.zeros(parts, np.int64)
+    ndef = np.zeros(parts, np.int64)
+    rec_flat = rec.reshape(size * 4)
+    for q in prange(parts):
+        hi = (q + 1) << shift
+        ni = state[1] + ids_at[q]
+        nk = state[3] + kb_at[q]
+        for u in range(start[q], start[q + 1]):
+            if u + 8 < start[q + 1]:  # (its record's slot, and where its ids are)
+                prefetch(rec_flat, 4 * home(srt[u + 8, 0], size))
+                prefetch(out, np.int64(srt[u + 8, 3] >> np.uint64(16)))
+            h, k0, k1, v = srt[u, 0], srt[u, 1], srt[u, 2], srt[u, 3]
+            if h == 0:
+                continue
+            slot = _probe_range(rec, h, k0, k1, np.int64(v & np.uint64(255)), text, kdata, hi)
+            if slot == -size - 1:
+                local[sj[u], 0] = h  # (back in the call's table, for `insert_new`)
+                sj[start[q] + ndef[q]] = sj[u]
+                ndef[q] += 1
+            elif slot < 0:
+                ni, nk = _put(rec, -slot - 1, h, k0, k1, v, out, text, idata, ni, kdata, nk)
+                added[q] += 1
+    left = np.empty(ndef.sum(), np.int64)
+    d = 0
+    for q in range(parts):
+        for t in range(ndef[q]):
+            left[d] = sj[start[q] + t]
+            d += 1
+    state[0] += added.sum()
+    state[1] += ids_at[parts]
+    state[3] += kb_at[parts]
     return left
 
 
@@ -238,16 +349,77 @@ def _zero(rec):
 
 
 @cpu_kernel
-def _rehash(old, rec):
-    for j in range(old.shape[0]):
+def _rehash(old, rec, which):
+    """The records old[which] into `rec` (keys all distinct: each takes the first empty slot of its
+    probe sequence)."""
+    mask = rec.shape[0] - 1
+    for j in which:
         h = old[j, 0]
-        if h != 0:  # (keys are all distinct: the first empty slot of the probe sequence)
-            mask = rec.shape[0] - 1
+        if h != 0:
             slot = home(h, rec.shape[0])
             while rec[slot, 0] != 0:
                 slot = (slot + 1) & mask
             for q in range(4):
                 rec[slot, q] = old[j, q]
+
+
+@cpu_kernel(parallel=True)
+def _rehash_parts(old, rec, parts, deferred):
+    """`_rehash` of every record into a table 2, 4, ... times the size, on every thread. A key's first
+    slot there is its old first slot f plus a multiple of n (n old slots), so thread q moves the
+    records at old slots [a, b), its range, into slots [a, b) + i * n, which no other thread writes.
+    A record that had spilled into [a, b) from before a, or whose probe would leave its range, goes
+    to deferred[:returned count]."""
+    n = old.shape[0]
+    size = n // parts
+    ndef = np.zeros(parts, np.int64)
+    for q in prange(parts):
+        a = q * size
+        b = a + size
+        for j in range(a, b):
+            h = old[j, 0]
+            if h == 0:
+                continue
+            f = home(h, n)
+            slot = home(h, rec.shape[0])
+            top = slot - f + b
+            if f < a or f > j:
+                top = slot  # (spilled over from an earlier range, or around the table's end)
+            while slot < top and rec[slot, 0] != 0:
+                slot += 1
+            if slot >= top:
+                deferred[a + ndef[q]] = j
+                ndef[q] += 1
+                continue
+            for k in range(4):
+                rec[slot, k] = old[j, k]
+    d = 0
+    for q in range(parts):
+        for t in range(ndef[q]):
+            deferred[d] = deferred[q * size + t]
+            d += 1
+    return d
+
+
+def _parts(threads, slots):
+    """Ranges for the parallel inserts: a power of two, a few per thread (uneven ranges balance), each
+    of at least 1,024 slots (a probe seldom reaches its end)."""
+    parts = 1
+    while parts < 4 * threads and parts * 2048 <= slots:
+        parts *= 2
+    return parts
+
+
+# A wave's new words go in on every thread when there are this many (and that many threads): on one,
+# the inserts are a serial step of every first pass, a growing share of it as threads are added
+# (benchmarks/first_pass_adds.py).
+PARALLEL_ADD = 4096
+PARALLEL_THREADS = 2
+
+
+def _threads():
+    import numba
+    return numba.get_num_threads()
 
 
 class WordCache:
@@ -280,12 +452,20 @@ class WordCache:
 
     def add(self, local, slots, out, text):
         """Takes in the records `slots` of a call's own tables `local` (the records its kernel
-        filled: the one thread that inserts touches those only, not the empty ones around them)."""
+        filled: the inserts touch those only, not the empty ones around them; many words go in on
+        every thread, each thread filling its own range of the table)."""
         with self.lock:
             if self.readers:  # another call is reading these records: write a copy
                 self.rec = self.rec.copy()
             n, ids, kb = pending(local, slots)
             self._reserve(n, ids, kb)  # one resize for the whole wave, not a doubling at a time
+            threads = _threads()
+            st = self.state
+            if threads >= PARALLEL_THREADS and n >= PARALLEL_ADD and st[0] + n <= st[2] and st[3] + kb <= st[4]:
+                slots = insert_parts(local, slots, out, text, self.rec, self.idata, self.kdata, st,
+                                     _parts(threads, self.rec.shape[0]))
+                d = slots.shape[0]  # (words a range could not take)
+                self._reserve(d, MAX_IDS * d, LONG_BYTES * d)
             left = insert_new(local, slots, out, text, self.rec, self.idata, self.kdata, self.state)
             while left:  # (not expected: `pending` is an upper bound)
                 self._reserve(left, MAX_IDS * left, LONG_BYTES * left)
@@ -335,12 +515,24 @@ class WordCache:
             ilen *= 2
         while min(nk + key_bytes, self.max_key_bytes) > klen:
             klen *= 2
+        # (grown arrays: what lies past the used part is never read, so it is not zeroed)
         if ilen > self.idata.shape[0]:
-            self.idata = np.concatenate([self.idata, np.zeros(ilen - self.idata.shape[0], np.int32)])
+            idata = np.empty(ilen, np.int32)
+            idata[:ni] = self.idata[:ni]
+            self.idata = idata
         if klen > self.kdata.shape[0]:
-            self.kdata = np.concatenate([self.kdata, np.zeros(klen - self.kdata.shape[0], np.uint8)])
+            kdata = np.empty(klen, np.uint8)
+            kdata[:nk] = self.kdata[:nk]
+            self.kdata = kdata
         if size > self.rec.shape[0]:
             rec = np.empty((size, 4), np.uint64)
             _zero(rec)
-            _rehash(self.rec, rec)
+            old = self.rec
+            parts = _parts(_threads(), old.shape[0])
+            if _threads() >= PARALLEL_THREADS and parts > 1 and n >= PARALLEL_ADD:
+                which = np.empty(old.shape[0], np.int64)
+                which = which[:_rehash_parts(old, rec, parts, which)]
+            else:
+                which = np.arange(old.shape[0])
+            _rehash(old, rec, which)
             self.rec = rec
