@@ -248,7 +248,7 @@ def insert_parts(local, slots, out, text, rec, idata, kdata, state, parts):
     """`insert_new` on every thread. The table is cut into `parts` (a power of two) equal ranges of
     slots, each filled by one thread; a word goes to the range of its first slot, so copies of one
     word from several tables meet on one thread, and every probe and write of a thread stays in its
-    range. A probe that would leave it is not taken: those words stay in `local`, and their slots are
+    range. A probe that would leave it is not taken: those words are left in `local` and their slots
     returned, for `insert_new`; every other record listed is emptied. Each range writes its words'
     ids and long keys into room set aside for all of them (a word found cached leaves a hole), so the
     caller reserves room for every word and keeps within the limits."""
@@ -528,8 +528,9 @@ class WordCache:
             rec = np.empty((size, 4), np.uint64)
             _zero(rec)
             old = self.rec
-            parts = _parts(_threads(), old.shape[0])
-            if _threads() >= PARALLEL_THREADS and parts > 1 and n >= PARALLEL_ADD:
+            threads = _threads()
+            parts = _parts(threads, old.shape[0])
+            if threads >= PARALLEL_THREADS and parts > 1 and n >= PARALLEL_ADD:
                 which = np.empty(old.shape[0], np.int64)
                 which = which[:_rehash_parts(old, rec, parts, which)]
             else:
