@@ -99,6 +99,24 @@ def test_slices_give_the_same_ids(docs, monkeypatch):
     assert r.to_list() == [e.ids for e in reference_tok("bert-base-uncased").encode_batch(sample)]
 
 
+def test_ids_buffer_is_kept_between_calls(docs, monkeypatch):
+    """The buffer a call writes its ids into before gathering them is kept for the next call (fresh
+    memory faults on every page written): a smaller call after a larger one reads none of its ids,
+    and a buffer over the limit is not kept."""
+    from numbatok.kernels import word_cache
+    tok = numbatok.Tokenizer.from_pretrained("gpt2", device="cpu")
+    large, small = docs[::2], docs[1::7]
+    assert tok.encode_ragged(large).to_list() == ref_ids("gpt2", docs)[::2]
+    kept = tok._word_cache._spare_out
+    assert kept is not None
+    assert tok.encode_ragged(small).to_list() == ref_ids("gpt2", docs)[1::7]
+    assert tok._word_cache._spare_out is kept  # (taken, written, given back)
+    monkeypatch.setattr(word_cache, "KEEP_OUT", 1000)
+    tok._word_cache._spare_out = None
+    assert tok.encode_ragged(small).to_list() == ref_ids("gpt2", docs)[1::7]
+    assert tok._word_cache._spare_out is None
+
+
 @pytest.mark.parametrize("name", ["roberta-base", "bert-base-uncased"])
 def test_threads_share_one_tokenizer(docs, name):
     """Threads share the word cache and (bert) the normalizer's char map, both filled as they go."""

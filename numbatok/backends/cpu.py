@@ -787,7 +787,7 @@ def encode_ids(tok, b, segment=True):
     cache = tok._word_cache
     spare = cache.scratch(int(group_tab[-1]))
     local = spare[:int(group_tab[-1])]
-    out = np.empty(int(chunk_cap[-1]), np.int32)
+    out = cache.out_buffer(int(chunk_cap[-1]))
     row_ntok = np.zeros(n, np.int64)
     scan = tok._norm is None and pt.prog[0] == 1 and pt.prog[1] == GPT2 and not pt.add_prefix_space
     asc, first4 = _scan_tables(at[4].tobytes())
@@ -813,6 +813,7 @@ def encode_ids(tok, b, segment=True):
     row_off = _scan(row_ntok)
     ids = np.empty(int(row_off[-1]), np.int32)
     gather_chunks(out, chunk_cap, chunk_row, row_off, ids)
+    cache.give_back_out(out)
     return ids, row_off
 
 
