@@ -518,10 +518,10 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
     """One prange iteration per group of chunks g_lo..g_hi-1 (group g: chunks group_chunk[g] to
     group_chunk[g + 1] - 1, rows chunk_row[c] to chunk_row[c + 1] - 1 in chunk c): pre-tokenize a
     row, then each word's ids come from the shared cache (`rec`/`idata`, read-only here), from the
-    words this group already tokenized (its own table, local[group_tab[g]:group_tab[g + 1]]), or from
-    the model. Chunk c's ids go to out[chunk_cap[c]:], room for its worst case; the group tables are
-    what `WordCache.add` takes in afterwards (group_new[g]: how many words group g put in its table,
-    at the records of `local` listed in filled[group_tab[g] // 2:]).
+    words this group already tokenized (its own table, local[group_tab[g, 0]:group_tab[g, 1]]), or
+    from the model. Chunk c's ids go to out[chunk_cap[c]:], room for its worst case; the group tables
+    are what `WordCache.add` takes in afterwards (group_new[g]: how many words group g put in its
+    table, at the records of `local` listed in filled[group_tab[g, 0] // 2:]).
 
     Words go in blocks: the spans and keys of up to BLOCK words first (each word's slot in the shared
     table prefetched), then their lookups. With `asc` (GPT-2 pattern, no normalizer, no prefix space)
@@ -549,7 +549,7 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
         bkey = np.empty((BLOCK, 3), np.uint64)
         scratch = SMALL + 2
         w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf = model_scratch(scratch, extra)
-        tab = local[group_tab[g]:group_tab[g + 1]]
+        tab = local[group_tab[g, 0]:group_tab[g, 1]]
         room = tab.shape[0] // 2
         for c in range(group_chunk[g], group_chunk[g + 1]):
             pos = chunk_cap[c]
@@ -656,7 +656,7 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
                             out[pos + q] = sym_id[q]
                         if m <= LONG_BYTES and room > 0 and k <= MAX_IDS:
                             slot = -slot - 1
-                            filled[group_tab[g] // 2 + tab.shape[0] // 2 - room] = group_tab[g] + slot
+                            filled[group_tab[g, 0] // 2 + tab.shape[0] // 2 - room] = group_tab[g, 0] + slot
                             tab[slot, 1] = k0
                             tab[slot, 2] = k1
                             tab[slot, 3] = meta(m, k, pos)
@@ -783,10 +783,17 @@ def encode_ids(tok, b, segment=True):
                                             for lo, hi in zip(cuts[:-1], cuts[1:])]))  # (no chunks: [0])
     wave_group = np.searchsorted(group_chunk, cuts)
     group_bytes = text_off[chunk_row[group_chunk[1:]]] - text_off[chunk_row[group_chunk[:-1]]]
-    group_tab = _scan(_pow2(np.minimum(group_bytes // 8 + 64, 1 << 16)))  # (a first wave's words are mostly new)
+    # Each group's table: [start, end) in `local`. The waves share the same records: `add` takes in
+    # (and empties) a wave's tables before the next wave starts.
+    sizes = _pow2(np.minimum(group_bytes // 8 + 64, 1 << 16))  # (a first wave's words are mostly new)
+    group_tab = np.empty((sizes.shape[0], 2), np.int64)
+    for lo, hi in zip(wave_group[:-1], wave_group[1:]):
+        group_tab[lo:hi, 1] = np.cumsum(sizes[lo:hi])
+        group_tab[lo:hi, 0] = group_tab[lo:hi, 1] - sizes[lo:hi]
+    room = int(group_tab[:, 1].max(initial=0))
     cache = tok._word_cache
-    spare = cache.scratch(int(group_tab[-1]))
-    local = spare[:int(group_tab[-1])]
+    spare = cache.scratch(room)
+    local = spare[:room]
     out = cache.out_buffer(int(chunk_cap[-1]))
     row_ntok = np.zeros(n, np.int64)
     scan = tok._norm is None and pt.prog[0] == 1 and pt.prog[1] == GPT2 and not pt.add_prefix_space
@@ -794,7 +801,7 @@ def encode_ids(tok, b, segment=True):
     if not scan:
         asc = asc[:1]
     group_new = np.zeros(len(group_chunk) - 1, np.int64)
-    filled = np.empty(int(group_tab[-1]) // 2, np.int64)
+    filled = np.empty(room // 2, np.int64)
     for lo, hi in zip(wave_group[:-1], wave_group[1:]):
         rec, idata, kdata = cache.snapshot()
         try:
@@ -806,9 +813,10 @@ def encode_ids(tok, b, segment=True):
             cache.release()
         new = np.flatnonzero(group_new[lo:hi]) + lo
         if new.shape[0]:  # (a call whose words are all cached has nothing to add, nor tables to scan)
-            base = group_tab[new[0]]
-            slots = np.concatenate([filled[group_tab[g] // 2:group_tab[g] // 2 + group_new[g]] for g in new]) - base
-            cache.add(local[base:group_tab[new[-1] + 1]], slots, out, text)
+            base = group_tab[new[0], 0]
+            slots = np.concatenate([filled[group_tab[g, 0] // 2:group_tab[g, 0] // 2 + group_new[g]]
+                                    for g in new]) - base
+            cache.add(local[base:group_tab[new[-1], 1]], slots, out, text)
     cache.give_back(spare)  # (every group's table taken in by `add`: empty again)
     row_off = _scan(row_ntok)
     ids = np.empty(int(row_off[-1]), np.int32)
