@@ -221,7 +221,7 @@ def child(args):
 
 def warm_up_text():
     """About 600 KB of random pseudo-words in several scripts, then all-ASCII rows, rows of words of
-    65-300 letters and one 780 KB row (over twice the segment size of a batch this size, so it is
+    65-300 letters and one 836 KB row (over twice the segment size of a batch this size, so it is
     cut on any thread count), 2.7 MB in all: every code path and lazy import runs (and
     JIT-compiled code loads: all-ASCII and mixed batches, long documents cut into segments, the GPU's
     long-word step and its pinned copy of batches over 1 MB) before timing, yet hardly a word of any
