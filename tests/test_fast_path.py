@@ -117,6 +117,33 @@ def test_ids_buffer_is_kept_between_calls(docs, monkeypatch):
     assert tok._word_cache._spare_out is None
 
 
+def test_cached_ids_of_a_vocabulary_over_65536_ids(docs, tmp_path):
+    """Cached words keep up to three ids in their record when every id is under 2**16 (the shipped
+    vocabularies), else up to two under 2**24: gpt2 with every id moved up by 70,000 takes the
+    second layout, and its warm pass (all words from the cache) still gives the reference's ids."""
+    from numbatok.kernels import word_cache as wc
+    with open(vocab_path("gpt2"), encoding="utf-8") as f:
+        spec = json.load(f)
+    spec["model"]["vocab"] = {t: i + 70_000 for t, i in spec["model"]["vocab"].items()}
+    for a in spec["added_tokens"]:
+        a["id"] += 70_000
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(spec), encoding="utf-8")
+    sample = docs[::5]
+    expect = [e.ids for e in Tokenizer.from_file(str(path)).encode_batch(sample)]
+    tok = numbatok.Tokenizer.from_file(str(path), device="cpu")
+    assert tok.encode_ragged(sample).to_list() == expect
+    assert tok.encode_ragged(sample).to_list() == expect
+    v = tok._word_cache.rec[:, 3][tok._word_cache.rec[:, 0] != 0]
+    inline = (v & wc.INLINE) != 0
+    assert inline.sum() > 1000 and not ((v & wc.PACK16) != 0)[inline].any()
+    small = numbatok.Tokenizer.from_pretrained("gpt2", device="cpu")
+    small.encode_ragged(sample)
+    v = small._word_cache.rec[:, 3][small._word_cache.rec[:, 0] != 0]
+    three = ((v & wc.INLINE) != 0) & (((v >> np.uint64(8)) & np.uint64(63)) == 3)
+    assert three.sum() > 100 and ((v[three] & wc.PACK16) != 0).all()
+
+
 @pytest.mark.parametrize("name", ["roberta-base", "bert-base-uncased"])
 def test_threads_share_one_tokenizer(docs, name):
     """Threads share the word cache and (bert) the normalizer's char map, both filled as they go."""
@@ -257,7 +284,10 @@ def _cached_words(cache):
     for i in np.flatnonzero(rec[:, 0]).tolist():
         k0, k1, v = int(rec[i, 1]), int(rec[i, 2]), int(rec[i, 3])
         m, k = v & 255, (v >> 8) & 127
-        if v & int(wc.INLINE):
+        if v & int(wc.INLINE) and v & int(wc.PACK16):
+            k &= 63
+            ids = [(v >> 16) & 0xFFFF, (v >> 32) & 0xFFFF, v >> 48][:k]
+        elif v & int(wc.INLINE):
             ids = [(v >> 16) & int(wc.ID_MASK), v >> 40][:k]
         else:
             ids = idata[v >> 16:(v >> 16) + k].tolist()

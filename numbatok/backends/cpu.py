@@ -16,8 +16,8 @@ from ..kernels.dedup import distinct_words, word_hashes
 from ..kernels.utf8 import decode
 from ..normalizers.char_map import UNKNOWN, UNSAFE
 from ..normalizers.unicode_data import NCP
-from ..kernels.word_cache import (ID_MASK, INLINE, KEY_BYTES, LONG_BYTES, MAX_IDS, cached_ids, hash_long, home, key_hash,
-                                  meta, meta_ids, pack_key, probe, probe_long)
+from ..kernels.word_cache import (ID_MASK, INLINE, KEY_BYTES, LONG_BYTES, MAX_IDS, PACK16, cached_ids, hash_long, home,
+                                  key_hash, meta, meta_ids, pack_key, probe, probe_long)
 from .. import unicode_tables
 from ..pipeline import compact_word, cut_at, piece_words, row_pieces, row_words, store_tokens, word_tokens
 
@@ -625,10 +625,15 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
                                 hit = probe_long(rec, h, m, text, s, v, kdata)
                             if hit >= 0:
                                 rv = rec[hit, 3]
-                                if rv & INLINE:  # (`cached_ids`' common case here: no call, both stores unconditional)
-                                    out[pos] = np.int32((rv >> np.uint64(16)) & ID_MASK)
-                                    out[pos + 1] = np.int32(rv >> np.uint64(40))
-                                    pos += np.int64((rv >> np.uint64(8)) & np.uint64(127))
+                                if rv & INLINE:  # (`cached_ids`' common case here: no call, the stores unconditional)
+                                    if rv & PACK16:
+                                        out[pos] = np.int32((rv >> np.uint64(16)) & np.uint64(0xFFFF))
+                                        out[pos + 1] = np.int32((rv >> np.uint64(32)) & np.uint64(0xFFFF))
+                                        out[pos + 2] = np.int32(rv >> np.uint64(48))
+                                    else:
+                                        out[pos] = np.int32((rv >> np.uint64(16)) & ID_MASK)
+                                        out[pos + 1] = np.int32(rv >> np.uint64(40))
+                                    pos += np.int64((rv >> np.uint64(8)) & np.uint64(63))
                                 else:
                                     pos += cached_ids(rv, idata, out, pos)
                                 continue
@@ -769,7 +774,8 @@ def encode_ids(tok, b, segment=True):
     cuts = np.searchsorted(text_off, text_off[0] + np.arange(target, total, target), side="left")
     chunk_row = np.unique(np.concatenate(([0], cuts, [n]))).astype(np.int64)
     chunk_bytes = text_off[chunk_row[1:]] - text_off[chunk_row[:-1]]
-    cap = chunk_bytes * (2 if pt.add_prefix_space else 1) + np.diff(chunk_row) + 1
+    # (+ 3: a cached word's up to three ids are stored unconditionally, past the chunk's last id too)
+    cap = chunk_bytes * (2 if pt.add_prefix_space else 1) + np.diff(chunk_row) + 3
     chunk_cap = _scan(cap)
     # Waves of 1, 2, then the rest of the chunks per thread: the first waves fill the shared cache
     # with the frequent words, so later chunks do not each run the model on them again. Within a

@@ -9,7 +9,8 @@ packed into two uint64 in the record itself, so a probe reads one 32-byte record
 keys exactly: no collision can hand a word another word's ids, and nothing else is touched until
 the ids are copied. Record (uint64 x 4, hash 0 = empty):
     hash | 1,  key bytes 0-7,  key bytes 8-15,  length | n_ids << 8 | ids offset << 16
-(in the shared table, a word of one or two ids holds them in place of the offset, with bit 15 set)
+(in the shared table, a word of up to three ids under 2**16 each, or of two under 2**24, holds them
+in place of the offset, with bit 15 set: 16 bits each with bit 14 set as well, else 24)
 Longer words, up to LONG_BYTES (CJK runs and code identifiers are often longer than 16 bytes), keep
 their bytes outside the record and are compared byte by byte once hash and length match:
     hash | 1,  key bytes offset,  virtual space flag,  length | n_ids << 8 | ids offset << 16
@@ -27,7 +28,8 @@ from .._numba import cpu_kernel, jitable, prange, prefetch
 KEY_BYTES = 16
 LONG_BYTES = 255
 MAX_IDS = 127                 # words of more ids are not cached
-INLINE = np.uint64(1 << 15)   # flag: the record holds its one or two ids (under 2**24 each) itself
+INLINE = np.uint64(1 << 15)   # flag: the record holds its ids itself, one or two under 2**24 each,
+PACK16 = np.uint64(1 << 14)   # or, with this flag too, up to three under 2**16 each
 ID_MASK = np.uint64((1 << 24) - 1)
 
 
@@ -135,14 +137,19 @@ def meta_ids(v):
 
 @jitable
 def cached_ids(v, idata, out, pos):
-    """Writes the ids of a shared-table record's last word `v` at out[pos:]; returns how many. One or
-    two ids are kept in the record itself: most words of prose, read without touching `idata`."""
-    k = np.int64((v >> np.uint64(8)) & np.uint64(127))
+    """Writes the ids of a shared-table record's last word `v` at out[pos:]; returns how many. Up to
+    three ids are kept in the record itself: most words of prose, read without touching `idata`."""
     if v & INLINE:
+        k = np.int64((v >> np.uint64(8)) & np.uint64(63))
+        if v & PACK16:
+            for q in range(k):
+                out[pos + q] = np.int32((v >> np.uint64(16 + 16 * q)) & np.uint64(0xFFFF))
+            return k
         out[pos] = np.int32((v >> np.uint64(16)) & ID_MASK)
         if k == 2:
             out[pos + 1] = np.int32(v >> np.uint64(40))
         return k
+    k = np.int64((v >> np.uint64(8)) & np.uint64(127))
     p0 = np.int64(v >> np.uint64(16))
     for q in range(k):
         out[pos + q] = idata[p0 + q]
@@ -156,8 +163,15 @@ def _put(rec, slot, h, k0, k1, v, out, text, idata, ni, kdata, nk):
     key's bytes at kdata[nk:] where they do not fit the record. Returns the new (ni, nk)."""
     m = np.int64(v & np.uint64(255))
     k, p = meta_ids(v)
-    inline = k <= 2 and out[p] < (1 << 24) and out[p + k - 1] < (1 << 24)
-    if inline:
+    top = 0
+    for q in range(min(k, 3)):
+        top = max(top, out[p + q])
+    if k <= 3 and top < (1 << 16):  # (three 16-bit ids, or fewer)
+        ids = np.uint64(0)
+        for q in range(k):
+            ids |= np.uint64(out[p + q]) << np.uint64(16 * q)
+        v = np.uint64(m) | ((np.uint64(k) | np.uint64(64 + 128)) << np.uint64(8)) | (ids << np.uint64(16))
+    elif k <= 2 and top < (1 << 24):
         ids = np.uint64(out[p]) | (np.uint64(out[p + 1]) << np.uint64(24) if k == 2 else np.uint64(0))
         v = np.uint64(m) | ((np.uint64(k) | np.uint64(128)) << np.uint64(8)) | (ids << np.uint64(16))
     else:
