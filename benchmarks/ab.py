@@ -5,11 +5,13 @@
 
 Each revision is checked out into a worktree of its own (in a temporary folder) with its own JIT
 cache folder, so neither recompiles the other's kernels. Each process warms up like `bench.py`, then
-per data set times warm passes and first passes (the word cache cleared before each), the minimum of
-seven of each, and sums the ids (the two revisions must agree). The revisions alternate, A B B A ...;
-the table gives the median of each revision's figures and the median ratio B / A of the processes
-paired in order. A shared machine moves one process's figures by 10-15% (and, between minutes, by
-up to 2x), so a change is only as real as its ratio's agreement across the pairs.
+per data set times its first encode in the process ("fresh": for the first data set, what
+`bench.py` calls the first pass, with the process's fresh memory), then warm passes and first passes
+(the word cache cleared before each), the minimum of seven of each, and sums the ids (the two
+revisions must agree). The revisions alternate, A B B A ...; the table gives the median of each
+revision's figures and the median ratio B / A of the processes paired in order. A shared machine
+moves one process's figures by 10-15% (and, between minutes, by up to 2x), so a change is only as
+real as its ratio's agreement across the pairs.
 """
 import argparse
 import json
@@ -39,7 +41,9 @@ def child(repo, name, datasets, corpus):
     res = {}
     for data in datasets:
         b = to_batch(load_docs(corpus, data, 1))
+        t = time.perf_counter()
         ids, _ = cpu.encode_ids(tok, b)
+        fresh = time.perf_counter() - t
         warm, first = [], []
         for _ in range(7):
             t = time.perf_counter()
@@ -49,7 +53,8 @@ def child(repo, name, datasets, corpus):
             t = time.perf_counter()
             cpu.encode_ids(tok, b)
             first.append(time.perf_counter() - t)
-        res[data] = {"warm": min(warm) * 1e3, "first": min(first) * 1e3, "sum": int(ids.astype(np.int64).sum())}
+        res[data] = {"fresh": fresh * 1e3, "warm": min(warm) * 1e3, "first": min(first) * 1e3,
+                     "sum": int(ids.astype(np.int64).sum())}
     print(json.dumps(res))
 
 
@@ -85,7 +90,8 @@ def main():
                                          env=env, capture_output=True, text=True, check=True).stdout
                     runs[key].append(json.loads(out.strip().splitlines()[-1]))
                     print(f"{key} {i + 1}/{args.processes}: " + ", ".join(
-                        f"{d} warm {r['warm']:.1f} first {r['first']:.1f} ms" for d, r in runs[key][-1].items()),
+                        f"{d} fresh {r['fresh']:.1f} warm {r['warm']:.1f} first {r['first']:.1f} ms"
+                        for d, r in runs[key][-1].items()),
                         flush=True)
         finally:
             for key in trees:
@@ -94,7 +100,7 @@ def main():
     print("|---|---|---|---|---|---|")
     for d in datasets:
         agree = len({r[d]["sum"] for r in runs["A"] + runs["B"]}) == 1
-        for p in ("warm", "first"):
+        for p in ("fresh", "warm", "first"):
             a = [r[d][p] for r in runs["A"]]
             b = [r[d][p] for r in runs["B"]]
             ratios = sorted(y / x for x, y in zip(a, b))
