@@ -17,7 +17,7 @@ import json
 import numpy as np
 
 from .._numba import cpu_kernel, jitable, prange
-from .lines import equal_bytes, lines
+from .lines import equal_bytes, lines, load8
 from .utf8 import encode, encoded_len
 
 OK, BLANK, FALLBACK = 0, 1, 2
@@ -87,20 +87,10 @@ def _first_marked(m):
 
 
 @jitable
-def _load8(buf, j):
-    """buf[j:j + 8] as one little-endian word (an unsigned index: one load, no negative-index check)."""
-    v = np.uint64(0)
-    u = np.uint64(j)
-    for q in range(8):
-        v |= np.uint64(buf[u + np.uint64(q)]) << np.uint64(8 * q)
-    return v
-
-
-@jitable
 def _plain8(buf, j):
     """How many of buf[j:j + 8] come before the first byte that is a quote, a backslash, a control
     character or non-ASCII: 8 bytes classified with word-wide operations (prose is long plain runs)."""
-    v = _load8(buf, j)
+    v = load8(buf, j)
     control = ~((v & np.uint64(0x7F7F7F7F7F7F7F7F)) + np.uint64(0x6060606060606060))  # (no carry: < 0xE0)
     special = (control | v | equal_bytes(v, 34) | equal_bytes(v, 92)) & np.uint64(0x8080808080808080)
     if special == 0:
@@ -322,7 +312,7 @@ def record(buf, a, b, key):
 def next_escape(buf, j, e):
     """The first backslash in buf[j:e], or e: 8 bytes at a time."""
     while j + 8 <= e:
-        hit = equal_bytes(_load8(buf, j), 92)
+        hit = equal_bytes(load8(buf, j), 92)
         if hit != 0:
             return j + _first_marked(hit)
         j += 8

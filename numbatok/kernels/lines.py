@@ -15,6 +15,16 @@ def equal_bytes(x, c):
 
 
 @jitable
+def load8(buf, j):
+    """buf[j:j + 8] as one little-endian word (an unsigned index: one load, no negative-index check)."""
+    v = np.uint64(0)
+    u = np.uint64(j)
+    for q in range(8):
+        v |= np.uint64(buf[u + np.uint64(q)]) << np.uint64(8 * q)
+    return v
+
+
+@jitable
 def _newlines(x):
     return equal_bytes(x, 10)
 

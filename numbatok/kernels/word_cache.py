@@ -24,6 +24,7 @@ import threading
 import numpy as np
 
 from .._numba import cpu_kernel, jitable, prange, prefetch
+from .lines import load8
 
 KEY_BYTES = 16
 LONG_BYTES = 255
@@ -84,13 +85,24 @@ def probe(rec, h, k0, k1, m):
 
 
 @jitable
+def _mix8(h, w):
+    h = (h ^ w) * np.uint64(0x9E3779B97F4A7C15)
+    return h ^ (h >> np.uint64(29))
+
+
+@jitable
 def hash_long(data, s, e, virt):
-    """Hash of a word of more than KEY_BYTES model-space bytes (FNV-1a, then mixed)."""
-    h = np.uint64(0xCBF29CE484222325)
-    if virt:
-        h = (h ^ np.uint64(32)) * np.uint64(0x100000001B3)
-    for i in range(s, e):
-        h = (h ^ np.uint64(data[i])) * np.uint64(0x100000001B3)
+    """Hash of a word of more than KEY_BYTES model-space bytes, 8 bytes at a time (a byte at a time,
+    these were a sixth of a warm pass over Japanese prose). It depends on the model-space bytes
+    alone: their first byte (the virtual space, else data[s]), then the rest as 8-byte words, the
+    last one overlapping the one before it (the rest has 16 bytes or more)."""
+    first = np.uint64(32) if virt else np.uint64(data[s])
+    a = s + 1 - virt
+    n = e - a
+    h = _mix8(np.uint64(0xCBF29CE484222325) ^ np.uint64(n), first)
+    for i in range(a, e - 8, 8):
+        h = _mix8(h, load8(data, i))
+    h = _mix8(h, load8(data, e - 8))
     h ^= h >> np.uint64(32)
     h *= np.uint64(0xBF58476D1CE4E5B9)
     h ^= h >> np.uint64(29)
@@ -99,13 +111,19 @@ def hash_long(data, s, e, virt):
 
 @jitable
 def _same_long(data, s, virt, m, buf, b0, bvirt):
-    # the m model-space bytes of data[s:] (a virtual space first if virt) == those of buf[b0:] (bvirt)
-    for j in range(m):
-        x = 32 if virt and j == 0 else data[s + j - virt]
-        y = 32 if bvirt and j == 0 else buf[b0 + j - bvirt]
-        if x != y:
+    """The m model-space bytes of data[s:] (a virtual space first if virt) == those of buf[b0:]
+    (bvirt), m > KEY_BYTES: the first byte, then the rest 8 bytes at a time (the last word overlapping)."""
+    x = 32 if virt else data[s]
+    y = 32 if bvirt else buf[b0]
+    if x != y:
+        return False
+    a = s + 1 - virt
+    b = b0 + 1 - bvirt
+    n = m - 1
+    for j in range(0, n - 8, 8):
+        if load8(data, a + j) != load8(buf, b + j):
             return False
-    return True
+    return load8(data, a + n - 8) == load8(buf, b + n - 8)
 
 
 @jitable
