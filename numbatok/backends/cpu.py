@@ -672,14 +672,94 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
         group_new[g] = tab.shape[0] // 2 - room
 
 
+@cpu_kernel
+def plan_chunks(text_off, threads, prefix):
+    """How `encode_ids` cuts a batch (in one compiled call: as numpy steps, this planning was a third
+    of a small call's time). Chunks of whole rows, about 1/8 of a thread's share of the bytes each
+    (16 KB at least), so that uneven rows balance: rows chunk_row[c] to chunk_row[c + 1] - 1, their
+    worst-case ids from chunk_cap[c] on. Waves of 1, 2, then the rest of the chunks per thread: the
+    first waves fill the shared cache with the frequent words, so later chunks do not each run the
+    model on them again. Within a wave each thread takes a group of consecutive chunks (group g:
+    chunks group_chunk[g] to group_chunk[g + 1] - 1; wave w: groups wave_group[w] to
+    wave_group[w + 1] - 1) with one table of the words it tokenized, records group_tab[g, 0] to
+    group_tab[g, 1] - 1 of the call's scratch (at most half full, small enough to stay in cache): a
+    word new to the wave runs the model once per thread that meets it, not once per chunk. The waves
+    share the same records: `add` takes in (and empties) a wave's tables before the next starts."""
+    n = text_off.shape[0] - 1
+    total = text_off[n] - text_off[0]
+    target = max(total // (8 * threads), 1 << 14)
+    chunk_row = np.empty(total // target + 2, np.int64)
+    chunk_row[0] = 0
+    k = 1
+    for q in range(target, total, target):
+        r = np.searchsorted(text_off, text_off[0] + q)
+        if r > chunk_row[k - 1]:
+            chunk_row[k] = r
+            k += 1
+    if n > chunk_row[k - 1]:
+        chunk_row[k] = n
+        k += 1
+    chunk_row = chunk_row[:k].copy()
+    n_chunks = k - 1
+    chunk_cap = np.empty(k, np.int64)
+    chunk_cap[0] = 0
+    for c in range(n_chunks):
+        # (+ 3: a cached word's up to three ids are stored unconditionally, past the chunk's last id too)
+        nbytes = text_off[chunk_row[c + 1]] - text_off[chunk_row[c]]
+        chunk_cap[c + 1] = chunk_cap[c] + nbytes * (2 if prefix else 1) + chunk_row[c + 1] - chunk_row[c] + 3
+    waves = np.empty(4, np.int64)
+    waves[0] = 0
+    nw = 1
+    for c in (threads, 3 * threads):
+        if c < n_chunks:
+            waves[nw] = c
+            nw += 1
+    waves[nw] = n_chunks
+    group_chunk = np.empty(n_chunks + 1, np.int64)
+    group_chunk[0] = 0
+    wave_group = np.zeros(nw + 1, np.int64)
+    ng = 1
+    for w in range(nw):
+        lo, hi = waves[w], waves[w + 1]
+        parts = max(min(threads, hi - lo), 1)
+        for i in range(1, parts + 1):
+            c = lo + i * (hi - lo) // parts
+            if c > group_chunk[ng - 1]:
+                group_chunk[ng] = c
+                ng += 1
+        wave_group[w + 1] = ng - 1
+    group_chunk = group_chunk[:ng].copy()
+    group_tab = np.empty((ng - 1, 2), np.int64)
+    for w in range(nw):
+        end = 0
+        for g in range(wave_group[w], wave_group[w + 1]):
+            nbytes = text_off[chunk_row[group_chunk[g + 1]]] - text_off[chunk_row[group_chunk[g]]]
+            want = min(nbytes // 8 + 64, 1 << 16)  # (a first wave's words are mostly new)
+            size = 2
+            while size < want:
+                size *= 2
+            group_tab[g, 0] = end
+            end += size
+            group_tab[g, 1] = end
+    return chunk_row, chunk_cap, group_chunk, wave_group, group_tab
+
+
 @cpu_kernel(parallel=True)
-def gather_chunks(out, chunk_cap, chunk_row, row_off, ids):
+def gather_chunks(out, chunk_cap, chunk_row, row_ntok):
+    """(ids, row offsets): every chunk's ids, from its room in `out`, back to back."""
+    n = row_ntok.shape[0]
+    row_off = np.empty(n + 1, np.int64)
+    row_off[0] = 0
+    for r in range(n):
+        row_off[r + 1] = row_off[r] + row_ntok[r]
+    ids = np.empty(row_off[n], np.int32)
     for c in prange(chunk_row.shape[0] - 1):
         a = row_off[chunk_row[c]]
-        n = row_off[chunk_row[c + 1]] - a
+        m = row_off[chunk_row[c + 1]] - a
         p = chunk_cap[c]
-        for q in range(n):
+        for q in range(m):
             ids[a + q] = out[p + q]
+    return ids, row_off
 
 
 @functools.lru_cache(maxsize=64)
@@ -689,10 +769,6 @@ def _scan_tables(at_first):
     at_first = np.frombuffer(at_first, np.uint8).reshape(2, 256)
     asc, first4 = ascii_classes(unicode_tables.load(), at_first), first_bytes(at_first[0] | at_first[1])
     return _readonly(asc), _readonly(first4)  # shared by every call
-
-
-def _pow2(x):
-    return np.left_shift(1, np.ceil(np.log2(np.maximum(x, 2))).astype(np.int64))
 
 
 @cpu_kernel
@@ -754,12 +830,15 @@ def encode_ids(tok, b, segment=True):
     data, offsets = _readonly(b.data), _readonly(b.offsets)
     n = len(offsets) - 1
     threads = numba.get_num_threads()
-    seg = max(int(offsets[-1] - offsets[0]) // (8 * threads), 1 << 16)
-    if segment and threads > 1 and n and int(np.diff(offsets).max()) > 2 * seg and _segmentable(tok):
+    total = int(offsets[-1] - offsets[0])
+    seg = max(total // (8 * threads), 1 << 16)
+    if (segment and threads > 1 and total > 2 * seg and int(np.diff(offsets).max()) > 2 * seg
+            and _segmentable(tok)):
         pieces, orig = segment_rows(data, offsets, seg)
         ids, piece_off = encode_ids(tok, type(b)(data, pieces), segment=False)
         return ids, piece_off[orig]
     pt = tok.spec.pre_tokenizer
+    prog = pt.prog
     at = tok._added.arrays()
     z64 = np.zeros(1, np.int64)
     if tok._norm is None:
@@ -768,41 +847,14 @@ def encode_ids(tok, b, segment=True):
         text, pb, pk, row_piece = normalize_rows_ids(tok._norm, data, offsets, at, tok._classes)
         text_off = pb[row_piece]
     text, text_off = _readonly(text), _readonly(text_off)  # one compiled specialization for every input
-    # chunks of whole rows, many per thread so uneven rows balance
-    total = int(text_off[-1] - text_off[0])
-    target = max(total // (8 * numba.get_num_threads()), 1 << 14)
-    cuts = np.searchsorted(text_off, text_off[0] + np.arange(target, total, target), side="left")
-    chunk_row = np.unique(np.concatenate(([0], cuts, [n]))).astype(np.int64)
-    chunk_bytes = text_off[chunk_row[1:]] - text_off[chunk_row[:-1]]
-    # (+ 3: a cached word's up to three ids are stored unconditionally, past the chunk's last id too)
-    cap = chunk_bytes * (2 if pt.add_prefix_space else 1) + np.diff(chunk_row) + 3
-    chunk_cap = _scan(cap)
-    # Waves of 1, 2, then the rest of the chunks per thread: the first waves fill the shared cache
-    # with the frequent words, so later chunks do not each run the model on them again. Within a
-    # wave each thread takes a group of consecutive chunks with one table of the words it tokenized
-    # (at most half full, small enough to stay in cache): a word new to the wave runs the model once
-    # per thread that meets it, not once per chunk.
-    n_chunks = len(chunk_row) - 1
-    t = numba.get_num_threads()
-    cuts = [0] + [c for c in (t, 3 * t) if c < n_chunks] + [n_chunks]
-    group_chunk = np.unique(np.concatenate([lo + np.arange(min(t, hi - lo) + 1) * (hi - lo) // max(min(t, hi - lo), 1)
-                                            for lo, hi in zip(cuts[:-1], cuts[1:])]))  # (no chunks: [0])
-    wave_group = np.searchsorted(group_chunk, cuts)
-    group_bytes = text_off[chunk_row[group_chunk[1:]]] - text_off[chunk_row[group_chunk[:-1]]]
-    # Each group's table: [start, end) in `local`. The waves share the same records: `add` takes in
-    # (and empties) a wave's tables before the next wave starts.
-    sizes = _pow2(np.minimum(group_bytes // 8 + 64, 1 << 16))  # (a first wave's words are mostly new)
-    group_tab = np.empty((sizes.shape[0], 2), np.int64)
-    for lo, hi in zip(wave_group[:-1], wave_group[1:]):
-        group_tab[lo:hi, 1] = np.cumsum(sizes[lo:hi])
-        group_tab[lo:hi, 0] = group_tab[lo:hi, 1] - sizes[lo:hi]
+    chunk_row, chunk_cap, group_chunk, wave_group, group_tab = plan_chunks(text_off, threads, pt.add_prefix_space)
     room = int(group_tab[:, 1].max(initial=0))
     cache = tok._word_cache
     spare = cache.scratch(room)
     local = spare[:room]
     out = cache.out_buffer(int(chunk_cap[-1]))
     row_ntok = np.zeros(n, np.int64)
-    scan = tok._norm is None and pt.prog[0] == 1 and pt.prog[1] == GPT2 and not pt.add_prefix_space
+    scan = tok._norm is None and prog[0] == 1 and prog[1] == GPT2 and not pt.add_prefix_space
     asc, first4 = _scan_tables(at[4].tobytes())
     if not scan:
         asc = asc[:1]
@@ -812,21 +864,19 @@ def encode_ids(tok, b, segment=True):
         rec, idata, kdata = cache.snapshot()
         try:
             encode_ids_chunks(lo, hi, group_chunk, text, text_off, pb, pk, row_piece, tok._norm is not None,
-                              chunk_row, chunk_cap, group_tab, pt.prog, pt.add_prefix_space, tok._classes, asc,
+                              chunk_row, chunk_cap, group_tab, prog, pt.add_prefix_space, tok._classes, asc,
                               first4, *at, *tok._model.arrays(), rec, idata, kdata, local, out, row_ntok, group_new,
                               filled)
         finally:
             cache.release()
-        new = np.flatnonzero(group_new[lo:hi]) + lo
-        if new.shape[0]:  # (a call whose words are all cached has nothing to add, nor tables to scan)
+        if group_new[lo:hi].any():  # (a call whose words are all cached has nothing to add, nor tables to scan)
+            new = np.flatnonzero(group_new[lo:hi]) + lo
             base = group_tab[new[0], 0]
             slots = np.concatenate([filled[group_tab[g, 0] // 2:group_tab[g, 0] // 2 + group_new[g]]
                                     for g in new]) - base
             cache.add(local[base:group_tab[new[-1], 1]], slots, out, text)
     cache.give_back(spare)  # (every group's table taken in by `add`: empty again)
-    row_off = _scan(row_ntok)
-    ids = np.empty(int(row_off[-1]), np.int32)
-    gather_chunks(out, chunk_cap, chunk_row, row_off, ids)
+    ids, row_off = gather_chunks(out, chunk_cap, chunk_row, row_ntok)
     cache.give_back_out(out)
     return ids, row_off
 
