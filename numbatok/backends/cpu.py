@@ -672,6 +672,9 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
         group_new[g] = tab.shape[0] // 2 - room
 
 
+SMALL_CALL = 1 << 18
+
+
 @cpu_kernel
 def plan_chunks(text_off, threads, prefix):
     """How `encode_ids` cuts a batch (in one compiled call: as numpy steps, this planning was a third
@@ -684,10 +687,13 @@ def plan_chunks(text_off, threads, prefix):
     wave_group[w + 1] - 1) with one table of the words it tokenized, records group_tab[g, 0] to
     group_tab[g, 1] - 1 of the call's scratch (at most half full, small enough to stay in cache): a
     word new to the wave runs the model once per thread that meets it, not once per chunk. The waves
-    share the same records: `add` takes in (and empties) a wave's tables before the next starts."""
+    share the same records: `add` takes in (and empties) a wave's tables before the next starts.
+    A call under SMALL_CALL bytes is one wave of smaller chunks: waves of a few chunks left threads
+    idle, and a wave's launch costs more than the model runs it saves there."""
     n = text_off.shape[0] - 1
     total = text_off[n] - text_off[0]
-    target = max(total // (8 * threads), 1 << 14)
+    small = total < SMALL_CALL
+    target = max(total // (8 * threads), 1 << 12 if small else 1 << 14)
     chunk_row = np.empty(total // target + 2, np.int64)
     chunk_row[0] = 0
     k = 1
@@ -711,7 +717,7 @@ def plan_chunks(text_off, threads, prefix):
     waves[0] = 0
     nw = 1
     for c in (threads, 3 * threads):
-        if c < n_chunks:
+        if c < n_chunks and not small:
             waves[nw] = c
             nw += 1
     waves[nw] = n_chunks
