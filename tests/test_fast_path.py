@@ -162,6 +162,35 @@ def test_empty_rows_and_batches():
     assert np.array_equal(tok.encode_ragged([]).row_offsets, [0])
 
 
+@pytest.mark.parametrize("threads", [1, 2, 16])
+def test_chunk_plan_covers_every_row_once(threads):
+    """The kernel trusts the plan: chunks of whole rows in order with room for their worst case,
+    each wave's groups over consecutive chunks (at most one per thread) with tables that do not
+    overlap, and a call under SMALL_CALL bytes in one wave."""
+    from numbatok.backends.cpu import SMALL_CALL, plan_chunks
+    rng = np.random.default_rng(threads)
+    for n in (0, 1, 3, 40, 5000):
+        for scale in (0, 30, 3000, 300_000):
+            lens = rng.integers(0, scale + 1, n) * (rng.random(n) < 0.7)
+            off = np.concatenate(([5], 5 + np.cumsum(lens))).astype(np.int64)
+            prefix = bool(rng.integers(2))
+            chunk_row, chunk_cap, group_chunk, wave_group, group_tab = plan_chunks(off, threads, prefix)
+            assert chunk_row[0] == 0 and chunk_row[-1] == n and (np.diff(chunk_row) > 0).all()
+            rows, nbytes = np.diff(chunk_row), np.diff(off[chunk_row])
+            assert (np.diff(chunk_cap) >= nbytes * (2 if prefix else 1) + rows + 3).all()
+            assert group_chunk[0] == 0 and group_chunk[-1] == len(chunk_row) - 1
+            assert (np.diff(group_chunk) > 0).all() and (np.diff(wave_group) >= 0).all()
+            assert wave_group[0] == 0 and wave_group[-1] == len(group_chunk) - 1
+            assert (np.diff(wave_group) <= threads).all()
+            if off[-1] - off[0] < SMALL_CALL:
+                assert len(wave_group) == 2
+            for lo, hi in zip(wave_group[:-1], wave_group[1:]):
+                tab = group_tab[lo:hi]
+                assert (tab[1:, 0] == tab[:-1, 1]).all() and (hi == lo or tab[0, 0] == 0)
+                size = tab[:, 1] - tab[:, 0]
+                assert (size >= 64).all() and (size & (size - 1) == 0).all()
+
+
 @pytest.mark.parametrize("name", ["gpt2", "bert-base-uncased"])
 def test_first_call_on_other_input_compiles_nothing(name):
     """After one call, inputs built another way (ASCII str, mixed scripts, bytes, all-ASCII or not)
