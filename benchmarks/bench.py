@@ -14,7 +14,9 @@ tokens are not added. Peers that are not installed, or do not support the vocabu
 With --rounds N every configuration runs N times, the rounds interleaved (each round runs every
 configuration once), and the table shows the median with the range: a shared machine's speed moves
 by up to 2x between minutes, and interleaving spreads that over all configurations alike. Ratios are
-medians of the ratios within each round.
+medians of the ratios within each round. Every run prints the machine's memory latency at its start
+and end (`memory_latency`): figures of runs in different states of a shared machine differ by up to
+2-3x, and numbatok's more than its peers'.
 """
 import argparse
 import json
@@ -274,6 +276,33 @@ def latency(run, docs):
     return res
 
 
+def memory_latency():
+    """ns per dependent load of a random cycle through 1 MB and 16 MB (pointer chase): this shared
+    machine's state, printed with every run. In runs where the 16 MB figure is high, numbatok's word
+    cache (tables of several MB) loses more than the peers' smaller per-thread caches."""
+    import numba
+
+    @numba.njit
+    def chase(nxt, steps):
+        i = 0
+        for _ in range(steps):
+            i = nxt[i]
+        return i
+
+    rng = np.random.default_rng(0)
+    out = {}
+    for mb in (1, 16):
+        n = (mb << 20) // 8
+        perm = rng.permutation(n)
+        nxt = np.empty(n, np.int64)
+        nxt[perm] = np.roll(perm, 1)
+        chase(nxt, 1000)
+        t = time.perf_counter()
+        chase(nxt, 1_000_000)
+        out[f"{mb} MB"] = round((time.perf_counter() - t) * 1e3, 1)  # (ms per million loads = ns per load)
+    return out
+
+
 def versions():
     from importlib.metadata import PackageNotFoundError, version
     out = {"python": platform.python_version()}
@@ -319,8 +348,10 @@ def main(argv=None):
         has_gpu = False
     if not has_gpu:
         configs = [c for c in configs if "cuda" not in c]
-    machine = {"cores": os.cpu_count(), "cpu": platform.processor() or platform.machine(), "gpu": has_gpu}
-    print(f"{machine['cores']} cores, {machine['cpu']}, GPU: {has_gpu}; {versions()}", flush=True)
+    machine = {"cores": os.cpu_count(), "cpu": platform.processor() or platform.machine(), "gpu": has_gpu,
+               "memory latency ns, start": memory_latency()}
+    print(f"{machine['cores']} cores, {machine['cpu']}, GPU: {has_gpu}; {versions()}; memory latency (ns per load) "
+          f"{machine['memory latency ns, start']}", flush=True)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for data in args.data.split(","):
@@ -353,6 +384,8 @@ def main(argv=None):
                         runs[config].append(row)
                         print(f"  {'' if args.rounds == 1 else f'[{rnd + 1}/{args.rounds}] '}{describe(row)}", flush=True)
                 rows += [combine(runs[config]) for config in configs]
+    machine["memory latency ns, end"] = memory_latency()
+    print(f"memory latency at the end (ns per load): {machine['memory latency ns, end']}")
     print(table(rows))
     if args.latency:
         print(latency_table(rows))
