@@ -162,6 +162,43 @@ def test_empty_rows_and_batches():
     assert np.array_equal(tok.encode_ragged([]).row_offsets, [0])
 
 
+@pytest.mark.parametrize("name", ["gpt2", "roberta-base"])
+def test_heap_merge_gives_the_linear_merges_ids(name):
+    """The fast path merges byte-level words over LINEAR_BYTES with a heap: the same ids as the
+    linear scan on every word it could take (random bytes, runs of one byte, pairs, CJK, a virtual
+    space or none), and the reference's on rows of such words."""
+    import numba
+    from numbatok.models.bpe import merge_byte_heap, merge_byte_word
+
+    @numba.njit
+    def differing(data, off, virt, byte_ids, byte_pairs, merges, n_ids):
+        a, rv = np.empty(80, np.int32), np.empty(80, np.int64)
+        b, cur, nxt, prv, heap = (np.empty(80, np.int32), np.empty(80, np.int64), np.empty(80, np.int64),
+                                  np.empty(80, np.int64), np.empty(240, np.int64))
+        bad = 0
+        for i in range(off.shape[0] - 1):
+            ka = merge_byte_word(data, off[i], off[i + 1], virt, byte_ids, byte_pairs, merges, n_ids, a, rv)
+            kb = merge_byte_heap(data, off[i], off[i + 1], virt, byte_ids, byte_pairs, merges, n_ids, b, cur, nxt,
+                                 prv, heap)
+            bad += ka != kb or not (a[:ka] == b[:kb]).all()
+        return bad
+
+    rng = np.random.default_rng(3)
+    words = []
+    for n in rng.integers(1, 64, 2000):
+        words += [bytes(rng.integers(0, 256, n, dtype=np.uint8)), b"a" * n, b"ab" * (n // 2 + 1),
+                  "".join(chr(c) for c in rng.integers(0x4E00, 0x4E80, n // 3 + 1)).encode()[:64]]
+    tok = numbatok.Tokenizer.from_pretrained(name, device="cpu")
+    _, _, _, merges, byte_pairs, byte_ids, _, _, params = tok._model.arrays()
+    data = np.frombuffer(b"".join(words), np.uint8)
+    off = np.concatenate(([0], np.cumsum([len(w) for w in words]))).astype(np.int64)
+    for virt in (0, 1):
+        assert differing(data, off, virt, byte_ids, byte_pairs, merges, params[0]) == 0
+    rows = [" ".join(w.decode("utf-8", "replace") for w in words[i:i + 8]) for i in range(0, 800, 8)]
+    want = [e.ids for e in reference_tok(name).encode_batch(rows, add_special_tokens=False)]
+    assert tok.encode_ragged(rows, add_special_tokens=False).to_list() == want
+
+
 @pytest.mark.parametrize("threads", [1, 2, 16])
 def test_chunk_plan_covers_every_row_once(threads):
     """The kernel trusts the plan: chunks of whole rows in order with room for their worst case,

@@ -4,7 +4,7 @@ import functools
 import numpy as np
 
 from .._numba import cpu_kernel, prange, prefetch
-from ..models.bpe import SMALL, merge_byte_word
+from ..models.bpe import SMALL, merge_byte_heap, merge_byte_word
 from ..pre_tokenizers import GPT2, SPLIT
 from ..pre_tokenizers.splitting import REMOVED
 from ..normalizers import chars, passes
@@ -507,6 +507,7 @@ def encode(tok, b, want_spans):
 # ---- the ids-only fast path: one fused pass per chunk of rows, with the tokenizer's word cache ----
 
 BLOCK = 32  # words per block of the fused loop: their table lookups are prefetched together
+LINEAR_BYTES = 32  # byte-level words up to this long merge by a linear scan, longer ones by a heap
 
 
 @cpu_kernel(parallel=True)
@@ -647,16 +648,20 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
                                     out[pos + q] = out[p0 + q]
                                 pos += k
                                 continue
-                        if bytewise and m <= SMALL:
+                        if bytewise and m <= LINEAR_BYTES:
                             k = merge_byte_word(text, s, e, v, byte_ids, byte_pairs, merges, params[0], sym_id, new_buf)
                         else:
                             if m + 1 > scratch:
                                 scratch = 2 * m + 2
                                 w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf = model_scratch(
                                     scratch, extra)
-                            k = word_tokens(text, s, e, v, -1, tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
-                                            byte_ids, byte_fallback_ids, affix, params,
-                                            w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf)
+                            if bytewise:
+                                k = merge_byte_heap(text, s, e, v, byte_ids, byte_pairs, merges, params[0], sym_id,
+                                                    sym_st, nxt, prv, heap)
+                            else:
+                                k = word_tokens(text, s, e, v, -1, tok_data, tok_offsets, vocab_slots, merges,
+                                                byte_pairs, byte_ids, byte_fallback_ids, affix, params,
+                                                w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf)
                         for q in range(k):
                             out[pos + q] = sym_id[q]
                         if m <= LONG_BYTES and room > 0 and k <= MAX_IDS:
