@@ -168,10 +168,9 @@ def _packed_rank(merges, n_ids, left, right):
 
 
 @jitable
-def merge_byte_word(data, s, e, virt, byte_ids, byte_pairs, merges, n_ids, sym_id, rv):
-    """Ids of a byte-level word data[s:e] (a virtual space first if virt) of at most SMALL bytes, for
-    vocabularies where every byte is a symbol and no affix applies (flag bit 4): `merge_linear`
-    without spans, over one packed (rank, id) array, the ids-only fast path's model. Returns the count."""
+def _byte_symbols(data, s, e, virt, byte_ids, byte_pairs, sym_id, rv):
+    """A byte-level word's symbols (one per byte, a virtual space first if virt) and the packed
+    (rank << 32 | id) value of each adjacent pair, NO_PAIR where it never merges; returns the count."""
     n = e - s + virt
     prev = 32 if virt else data[s]
     sym_id[0] = byte_ids[prev]
@@ -181,6 +180,15 @@ def merge_byte_word(data, s, e, virt, byte_ids, byte_pairs, merges, n_ids, sym_i
         x = byte_pairs[np.int64(prev) * 256 + c]
         rv[j - 1] = x if x >= 0 else NO_PAIR
         prev = c
+    return n
+
+
+@jitable
+def merge_byte_word(data, s, e, virt, byte_ids, byte_pairs, merges, n_ids, sym_id, rv):
+    """Ids of a byte-level word data[s:e] (a virtual space first if virt) of at most SMALL bytes, for
+    vocabularies where every byte is a symbol and no affix applies (flag bit 4): `merge_linear`
+    without spans, over one packed (rank, id) array, the ids-only fast path's model. Returns the count."""
+    n = _byte_symbols(data, s, e, virt, byte_ids, byte_pairs, sym_id, rv)
     while n > 1:
         best = 0
         low = rv[0]
@@ -210,20 +218,13 @@ def merge_byte_heap(data, s, e, virt, byte_ids, byte_pairs, merges, n_ids, sym_i
     a popped entry is checked against it instead of looked up again (a rank names one merge: an
     entry whose rank is its position's current one is that pair). Scratch: sym_id n, cur, nxt, prv
     n, heap 3n. Returns the count; the ids are sym_id[:count]."""
-    n = e - s + virt
+    n = _byte_symbols(data, s, e, virt, byte_ids, byte_pairs, sym_id, cur)
     size = 0
-    prev = 32 if virt else data[s]
-    sym_id[0] = byte_ids[prev]
-    for j in range(1, n):
-        c = data[s + j - virt]
-        sym_id[j] = byte_ids[c]
-        x = byte_pairs[np.int64(prev) * 256 + c]
-        cur[j - 1] = x if x >= 0 else NO_PAIR
-        if x >= 0:
-            size = _heap_push(heap, size, ((x >> 32) << 32) | (j - 1))
-        nxt[j - 1] = j
-        prv[j] = j - 1
-        prev = c
+    for j in range(n - 1):
+        if cur[j] != NO_PAIR:
+            size = _heap_push(heap, size, ((cur[j] >> 32) << 32) | j)
+        nxt[j] = j + 1
+        prv[j + 1] = j
     nxt[n - 1] = -1
     prv[0] = -1
     cur[n - 1] = NO_PAIR
