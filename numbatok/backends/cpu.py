@@ -508,6 +508,25 @@ def encode(tok, b, want_spans):
 
 BLOCK = 32  # words per block of the fused loop: their table lookups are prefetched together
 LINEAR_BYTES = 32  # byte-level words up to this long merge by a linear scan, longer ones by a heap
+SCRATCH = 1024  # model-space bytes of the fused loop's model scratch; a longer word has its own
+
+
+@cpu_kernel
+def long_word_ids(data, s, e, virt, tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids,
+                  byte_fallback_ids, affix, params, out, pos):
+    """Writes the ids of a word too long for the fused loop's scratch at out[pos:], with scratch of its
+    own; returns how many."""
+    extra = params[1] + params[2] + 8
+    w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf = model_scratch(e - s + virt + 1, extra)
+    if (params[3] & 16) != 0 and (params[3] & 4) == 0:  # byte-level, every byte a symbol
+        k = merge_byte_heap(data, s, e, virt, byte_ids, byte_pairs, merges, params[0], sym_id, sym_st, nxt, prv, heap)
+    else:
+        k = word_tokens(data, s, e, virt, -1, tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids,
+                        byte_fallback_ids, affix, params, w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv,
+                        kbuf)
+    for q in range(k):
+        out[pos + q] = sym_id[q]
+    return k
 
 
 @cpu_kernel(parallel=True)
@@ -548,8 +567,9 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
         bv = np.empty(BLOCK, np.uint8)
         bkind = np.empty(BLOCK, np.int32)
         bkey = np.empty((BLOCK, 3), np.uint64)
-        scratch = SMALL + 2
-        w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf = model_scratch(scratch, extra)
+        # (allocated once: scratch reassigned inside the loop made every model call count references
+        # to all ten arrays, a tenth of a WordPiece first pass)
+        w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf = model_scratch(SCRATCH, extra)
         tab = local[group_tab[g, 0]:group_tab[g, 1]]
         room = tab.shape[0] // 2
         for c in range(group_chunk[g], group_chunk[g + 1]):
@@ -648,22 +668,22 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
                                     out[pos + q] = out[p0 + q]
                                 pos += k
                                 continue
-                        if bytewise and m <= LINEAR_BYTES:
-                            k = merge_byte_word(text, s, e, v, byte_ids, byte_pairs, merges, params[0], sym_id, new_buf)
+                        if m + 1 > SCRATCH:  # (longer than the group's scratch: a word with scratch of its own)
+                            k = long_word_ids(text, s, e, v, tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
+                                              byte_ids, byte_fallback_ids, affix, params, out, pos)
                         else:
-                            if m + 1 > scratch:
-                                scratch = 2 * m + 2
-                                w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf = model_scratch(
-                                    scratch, extra)
-                            if bytewise:
+                            if bytewise and m <= LINEAR_BYTES:
+                                k = merge_byte_word(text, s, e, v, byte_ids, byte_pairs, merges, params[0], sym_id,
+                                                    new_buf)
+                            elif bytewise:
                                 k = merge_byte_heap(text, s, e, v, byte_ids, byte_pairs, merges, params[0], sym_id,
                                                     sym_st, nxt, prv, heap)
                             else:
                                 k = word_tokens(text, s, e, v, -1, tok_data, tok_offsets, vocab_slots, merges,
                                                 byte_pairs, byte_ids, byte_fallback_ids, affix, params,
                                                 w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf)
-                        for q in range(k):
-                            out[pos + q] = sym_id[q]
+                            for q in range(k):
+                                out[pos + q] = sym_id[q]
                         if m <= LONG_BYTES and room > 0 and k <= MAX_IDS:
                             slot = -slot - 1
                             filled[group_tab[g, 0] // 2 + tab.shape[0] // 2 - room] = group_tab[g, 0] + slot
