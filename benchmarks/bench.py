@@ -44,9 +44,12 @@ def find_corpus(arg):
 
 
 def load_docs(corpus, which, repeat):
-    if which == "big":
+    if which in ("big", "doc"):
         with open(os.path.join(corpus, "big.txt"), encoding="utf-8") as f:
             docs = f.read().split("\n\n")
+        if which == "doc":  # one 10 MB document: the loop alone, without a per-document cost
+            text = "\n\n".join(docs)
+            docs = [(text * (10_000_000 // len(text) + 1))[:10_000_000]]
     elif which in ("ja", "zh"):  # the UDHR's Japanese or Chinese translations, a row per line (~45 KB)
         with open(os.path.join(corpus, "udhr_multilingual.jsonl"), encoding="utf-8") as f:
             rows = [json.loads(line) for line in f]
@@ -318,7 +321,7 @@ def versions():
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tokenizers", default="gpt2")
-    ap.add_argument("--data", default="big", help="comma-separated: big (big.txt paragraphs), udhr, code, ja, zh (UDHR lines)")
+    ap.add_argument("--data", default="big", help="comma-separated: big (big.txt paragraphs), doc (big.txt as one 10 MB document), udhr, code, ja, zh (UDHR lines)")
     ap.add_argument("--configs", help="comma-separated subset of: " + "; ".join(CONFIGS))
     ap.add_argument("--corpus")
     ap.add_argument("--repeat", type=int, default=1, help="documents repeated this many times")
