@@ -85,7 +85,42 @@ def _prefetch():
     return prefetch
 
 
+def _ascii_masks():
+    from llvmlite import ir
+    from numba import types
+    from numba.core import cgutils
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def ascii_masks(typingctx, arr, idx):
+        """(whitespace, space, letter, digit) of the 64 bytes arr[idx:idx + 64] as bit masks, bit i for
+        byte idx + i (CPU kernels only; the caller keeps idx + 64 within the array): one vector
+        compare per class, which LLVM turns into the CPU's byte compares and mask moves."""
+        def codegen(context, builder, sig, args):
+            ary = context.make_array(sig.args[0])(context, builder, args[0])
+            ptr = cgutils.get_item_pointer(context, builder, sig.args[0], ary, [args[1]])
+            vt = ir.VectorType(ir.IntType(8), 64)
+            v = builder.load(builder.bitcast(ptr, vt.as_pointer()), align=1)
+
+            def const(c):
+                return ir.Constant(vt, [c] * 64)
+
+            def below(x, n):  # unsigned x < n, per byte
+                return builder.icmp_unsigned("<", x, const(n))
+
+            space = builder.icmp_unsigned("==", v, const(32))
+            ws = builder.or_(below(builder.sub(v, const(9)), 5), space)  # \t \n \v \f \r and ' ': \s in ASCII
+            letter = below(builder.sub(builder.or_(v, const(32)), const(97)), 26)
+            digit = below(builder.sub(v, const(48)), 10)
+            i64 = ir.IntType(64)
+            masks = [builder.bitcast(m, i64) for m in (ws, space, letter, digit)]
+            return context.make_tuple(builder, sig.return_type, masks)
+        return types.UniTuple(types.uint64, 4)(arr, types.int64), codegen
+    return ascii_masks
+
+
 prefetch = _prefetch()
+ascii_masks = _ascii_masks()
 CACHE_DIR = _cache_dir()
 
 
@@ -107,4 +142,4 @@ def cpu_kernel(fn=None, *, parallel=False, nogil=True):
     return wrap(fn) if fn is not None else wrap
 
 
-__all__ = ["jitable", "cpu_kernel", "prange", "njit", "prefetch"]
+__all__ = ["jitable", "cpu_kernel", "prange", "njit", "prefetch", "ascii_masks"]

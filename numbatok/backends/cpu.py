@@ -10,7 +10,7 @@ from ..pre_tokenizers.splitting import REMOVED
 from ..normalizers import chars, passes
 from ..unicode_tables import SPACE
 from ..added_tokens import first_bytes, holds_token, may_start
-from ..pre_tokenizers.byte_level import A_ADDED, ascii_classes, ascii_word, match_end
+from ..pre_tokenizers.byte_level import A_ADDED, ascii_classes, ascii_word, match_end, next_special, next_start
 from ..normalizers.passes import identity_alignment, is_nf, nf_piece, normalize_piece
 from ..kernels.dedup import distinct_words, word_hashes
 from ..kernels.utf8 import decode
@@ -19,6 +19,7 @@ from ..normalizers.unicode_data import NCP
 from ..kernels.word_cache import (ID_MASK, INLINE, KEY_BYTES, LONG_BYTES, MAX_IDS, PACK16, cached_ids, hash_long, home,
                                   key_hash, meta, meta_ids, pack_key, probe, probe_long)
 from .. import unicode_tables
+from ..kernels.lines import load8
 from ..pipeline import compact_word, cut_at, piece_words, row_pieces, row_words, store_tokens, word_tokens
 
 _EMPTY_I64 = np.zeros(0, np.int64)
@@ -534,14 +535,16 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
                       group_tab, pt_kind, pt_prefix, classes, asc, first4, at_data, at_off, at_ids, at_flags, at_first,
                       tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
                       byte_ids, byte_fallback_ids, affix, params, rec, idata, kdata, local, out, row_ntok,
-                      group_new, filled):
+                      group_new, filled, resume):
     """One prange iteration per group of chunks g_lo..g_hi-1 (group g: chunks group_chunk[g] to
     group_chunk[g + 1] - 1, rows chunk_row[c] to chunk_row[c + 1] - 1 in chunk c): pre-tokenize a
     row, then each word's ids come from the shared cache (`rec`/`idata`, read-only here), from the
     words this group already tokenized (its own table, local[group_tab[g, 0]:group_tab[g, 1]]), or
     from the model. Chunk c's ids go to out[chunk_cap[c]:], room for its worst case; the group tables
     are what `WordCache.add` takes in afterwards (group_new[g]: how many words group g put in its
-    table, at the records of `local` listed in filled[group_tab[g, 0] // 2:]).
+    table, at the records of `local` listed in filled[group_tab[g, 0] // 2:]). Chunk c starts at row
+    resume[c, 0], its byte resume[c, 1] and id resume[c, 2] (that row's first id at resume[c, 3]):
+    where `cached_prefix` stopped.
 
     Words go in blocks: the spans and keys of up to BLOCK words first (each word's slot in the shared
     table prefetched), then their lookups. With `asc` (GPT-2 pattern, no normalizer, no prefix space)
@@ -573,8 +576,8 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
         tab = local[group_tab[g, 0]:group_tab[g, 1]]
         room = tab.shape[0] // 2
         for c in range(group_chunk[g], group_chunk[g + 1]):
-            pos = chunk_cap[c]
-            for r in range(chunk_row[c], chunk_row[c + 1]):
+            pos = resume[c, 2]
+            for r in range(resume[c, 0], chunk_row[c + 1]):
                 a = text_off[r]
                 b = text_off[r + 1]
                 scan = fused and not holds_token(text, a, b, first4, asc, A_ADDED, at_data, at_off, at_flags)
@@ -589,6 +592,9 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
                 start = pos
                 i = 0
                 p = a
+                if r == resume[c, 0]:  # (the row `cached_prefix` stopped in: its words from resume[c, 1] on)
+                    p = resume[c, 1]
+                    start = resume[c, 3]
                 while True:
                     n = 0
                     while n < BLOCK:
@@ -697,6 +703,112 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
         group_new[g] = tab.shape[0] // 2 - room
 
 
+@cpu_kernel(parallel=True)
+def cached_prefix(c_lo, c_hi, text, text_off, chunk_row, chunk_cap, asc, first4, at_data, at_off, at_flags,
+                  classes, rec, idata, kdata, out, row_ntok, resume):
+    """Chunks c_lo..c_hi-1 of GPT-2-pattern rows (no normalizer, no prefix space), from each one's start
+    until the first word the shared cache does not hold or the first row that may hold an added token;
+    `encode_ids_chunks` takes over there (resume[c]: row, byte, next id's position, the row's first id's
+    position). A warm pass is mostly this loop: the words found with `word_starts` bit masks, keyed with
+    two loads, their records prefetched BLOCK at a time, then probed and copied. Kept apart from the fused
+    loop, whose scanner, model and tables leave it short of registers (a lean loop inside it, tried
+    before, was slower)."""
+    nt = text.shape[0]
+    rec_flat = rec.reshape(rec.shape[0] * 4)
+    for ci in prange(c_hi - c_lo):
+        c = c_lo + ci
+        bs = np.empty(BLOCK, np.int64)
+        bm = np.empty(BLOCK, np.int64)
+        bkey = np.empty((BLOCK, 3), np.uint64)
+        pos = chunk_cap[c]
+        resume[c, 0] = chunk_row[c + 1]  # (the whole chunk, unless a row below stops it)
+        for r in range(chunk_row[c], chunk_row[c + 1]):
+            a = text_off[r]
+            b = text_off[r + 1]
+            if holds_token(text, a, b, first4, asc, A_ADDED, at_data, at_off, at_flags):
+                resume[c, 0], resume[c, 1], resume[c, 2], resume[c, 3] = r, a, pos, pos
+                break
+            start = pos
+            p = a
+            q = a - 128  # word_starts(q): start bits of text[q:q + 64]
+            st = np.uint64(0)
+            sp = a - 1  # the next byte at or after p that `word_starts` cannot judge
+            miss = -1
+            while p < b and miss < 0:
+                n = 0
+                while n < BLOCK and p < b:
+                    if sp < p:
+                        sp = next_special(text, p, b)
+                    fast = sp > p
+                    e = b
+                    if fast:
+                        e, q, st = next_start(text, p, a, b, q, st)
+                        fast = sp > e + 1 or sp >= b
+                    k0 = np.uint64(0)
+                    k1 = np.uint64(0)
+                    j = 0
+                    if not fast:
+                        e, j, k0, k1 = ascii_word(text, p, b, asc)
+                        if e < 0:
+                            e = match_end(text, p, a, b, 0, classes)
+                            j = 0
+                    m = e - p
+                    h = np.uint64(0)  # (0: a word the cache never holds)
+                    if fast and m <= KEY_BYTES and p + 16 <= nt:
+                        k0 = load8(text, p)
+                        k1 = load8(text, p + 8)
+                        if m < 8:
+                            k0 &= ~(ALL_BITS << np.uint64(8 * m))
+                            k1 = np.uint64(0)
+                        elif m < 16:
+                            k1 &= ~(ALL_BITS << np.uint64(8 * (m - 8)))
+                        h = key_hash(k0, k1, m)
+                    elif j > 0 and m <= KEY_BYTES:
+                        h = key_hash(k0, k1, m)
+                    elif m <= KEY_BYTES:
+                        h, k0, k1 = pack_key(text, p, e, 0)
+                    elif m <= LONG_BYTES:
+                        h = hash_long(text, p, e, 0)
+                    if h != 0:
+                        prefetch(rec_flat, 4 * home(h, rec.shape[0]))
+                    bs[n] = p
+                    bm[n] = m
+                    bkey[n, 0] = h
+                    bkey[n, 1] = k0
+                    bkey[n, 2] = k1
+                    n += 1
+                    p = e
+                for t in range(n):
+                    h, m = bkey[t, 0], bm[t]
+                    hit = -1
+                    if h == 0:
+                        pass
+                    elif m <= KEY_BYTES:
+                        hit = probe(rec, h, bkey[t, 1], bkey[t, 2], m)
+                    else:
+                        hit = probe_long(rec, h, m, text, bs[t], 0, kdata)
+                    if hit < 0:
+                        miss = bs[t]
+                        break
+                    rv = rec[hit, 3]
+                    if rv & INLINE:  # (as in `encode_ids_chunks`)
+                        if rv & PACK16:
+                            out[pos] = np.int32((rv >> np.uint64(16)) & np.uint64(0xFFFF))
+                            out[pos + 1] = np.int32((rv >> np.uint64(32)) & np.uint64(0xFFFF))
+                            out[pos + 2] = np.int32(rv >> np.uint64(48))
+                        else:
+                            out[pos] = np.int32((rv >> np.uint64(16)) & ID_MASK)
+                            out[pos + 1] = np.int32(rv >> np.uint64(40))
+                        pos += np.int64((rv >> np.uint64(8)) & np.uint64(63))
+                    else:
+                        pos += cached_ids(rv, idata, out, pos)
+            if miss >= 0:
+                resume[c, 0], resume[c, 1], resume[c, 2], resume[c, 3] = r, miss, pos, start
+                break
+            row_ntok[r] = pos - start
+
+
+ALL_BITS = np.uint64(0xFFFFFFFFFFFFFFFF)
 SMALL_CALL = 1 << 18
 
 
@@ -891,13 +1003,24 @@ def encode_ids(tok, b, segment=True):
         asc = asc[:1]
     group_new = np.zeros(len(group_chunk) - 1, np.int64)
     filled = np.empty(room // 2, np.int64)
+    resume = np.empty((len(chunk_row) - 1, 4), np.int64)
+    resume[:, 0] = chunk_row[:-1]
+    resume[:, 1] = text_off[chunk_row[:-1]]
+    resume[:, 2] = resume[:, 3] = chunk_cap[:-1]
+    if scan and len(cache):  # (once for all the chunks: per wave, it and the fused loop each waited on the slowest)
+        rec, idata, kdata = cache.snapshot()
+        try:
+            cached_prefix(0, len(chunk_row) - 1, text, text_off, chunk_row, chunk_cap, asc, first4, at[0], at[1],
+                          at[3], tok._classes, rec, idata, kdata, out, row_ntok, resume)
+        finally:
+            cache.release()
     for lo, hi in zip(wave_group[:-1], wave_group[1:]):
         rec, idata, kdata = cache.snapshot()
         try:
             encode_ids_chunks(lo, hi, group_chunk, text, text_off, pb, pk, row_piece, tok._norm is not None,
                               chunk_row, chunk_cap, group_tab, prog, pt.add_prefix_space, tok._classes, asc,
                               first4, *at, *tok._model.arrays(), rec, idata, kdata, local, out, row_ntok, group_new,
-                              filled)
+                              filled, resume)
         finally:
             cache.release()
         if group_new[lo:hi].any():  # (a call whose words are all cached has nothing to add, nor tables to scan)
