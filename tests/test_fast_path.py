@@ -401,3 +401,67 @@ def test_adds_on_every_thread_fill_the_cache_as_one_thread_does(monkeypatch):
         numba.set_num_threads(old)
     assert calls["insert_parts"] > 0 and calls["_rehash_parts"] > 0  # (all of them from the first round)
     assert len(caches[2]) > 10_000 and caches[2] == caches[1]
+
+
+def test_word_starts_give_the_scanners_words():
+    """`next_start` (pre-token starts from 64-byte bit masks) against `match_end` on ASCII without
+    apostrophes, the text it judges alone: runs of every class and of mixed whitespace, across block
+    edges and at piece ends."""
+    from numbatok._numba import cpu_kernel
+    from numbatok.pre_tokenizers.byte_level import match_end, next_start
+
+    @cpu_kernel
+    def both(data, offsets, classes, out):
+        bad = 0
+        for r in range(offsets.shape[0] - 1):
+            a, b = offsets[r], offsets[r + 1]
+            p, q, st = a, a - 128, np.uint64(0)
+            while p < b:
+                e, q, st = next_start(data, p, a, b, q, st)
+                if e != match_end(data, p, a, b, 0, classes):
+                    bad += 1
+                    out[r] = p
+                    break
+                p = e
+        return bad
+
+    rng = np.random.default_rng(7)
+    pieces = [" ", "  ", "\n", "\n\n", " \n", "\t", "\r\n", "\x0b\x0c", "a", "Zq", "word", "x" * 70, "0", "42",
+              "1" * 65, ".", ",-", "!" * 66, "_", "\x00", "\x7f", "@[`{", " a", " 1", " .", "\x1c\x1f"]
+    rows = ["".join(rng.choice(pieces, rng.integers(0, 60))) for _ in range(3000)]
+    rows += [" " * n + "a" + " " * m for n in range(0, 130, 7) for m in range(0, 70, 3)]
+    data = np.frombuffer("".join(rows).encode(), np.uint8)
+    offsets = np.concatenate([[0], np.cumsum([len(r.encode()) for r in rows])]).astype(np.int64)
+    tok = numbatok.Tokenizer.from_pretrained("gpt2", device="cpu")
+    out = np.full(len(rows), -1, np.int64)
+    assert both(data, offsets, tok._classes, out) == 0, [(r, rows[r]) for r in np.flatnonzero(out >= 0)[:3]]
+
+
+@pytest.mark.parametrize("name", ["gpt2", "roberta-base"])
+def test_a_warm_call_is_the_cached_words_loop(name, docs, monkeypatch):
+    """A second call on the same rows finds every word in the cache: `cached_prefix` does every chunk
+    (the fused loop is left nothing), with the ids of the reference. Rows around its 64-byte blocks:
+    apostrophes, multi-byte characters and whitespace runs at and near every block edge."""
+    from numbatok.backends import cpu
+
+    rng = np.random.default_rng(3)
+    pieces = [" the", " and", "'s", "'ll", " '", "''", "é", " naïve", "日本", "\xa0", "\u3000", "\n", "\n\n", "  ",
+              " \n", "\r\n", "\t", "123", " 4", ".", "...", " ,", "x" * 17, " " + "y" * 40, "\U0001F44D", "\x85"]
+    rows = ["".join(rng.choice(pieces, rng.integers(0, 40))) for _ in range(2000)]
+    rows += ["a" * n + " " + "'" * k + "b" for n in range(55, 70) for k in range(3)]
+    rows += docs[:200]
+    tok = numbatok.Tokenizer.from_pretrained(name, device="cpu")
+    want = [e.ids for e in reference_tok(name).encode_batch(rows, add_special_tokens=False)]
+    for _ in range(2):  # (a first call caches up to its group tables' room; the second, the rest)
+        assert tok.encode_ragged(rows, add_special_tokens=False).to_list() == want
+    left = []
+    fused = cpu.encode_ids_chunks
+
+    def spy(*args):
+        chunk_row, resume = args[9], args[-1]
+        left.append(int((resume[:, 0] < chunk_row[1:]).sum()))
+        return fused(*args)
+
+    monkeypatch.setattr(cpu, "encode_ids_chunks", spy)
+    assert tok.encode_ragged(rows, add_special_tokens=False).to_list() == want
+    assert left and not any(left)

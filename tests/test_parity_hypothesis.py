@@ -32,6 +32,7 @@ def test_generated_batches_match_reference(name, batch):
     assert_same_encodings(tok.encode_batch(batch), ref.encode_batch(batch), batch)
     ids = [e.ids for e in ref.encode_batch(batch)]
     assert tok.encode_ragged(batch).to_list() == ids  # the fast path (fused kernel, word cache)
+    assert tok.encode_ragged(batch).to_list() == ids  # every word cached now: the lean loop for cached words
     assert tok.decode_batch(ids, skip_special_tokens=False) == ref.decode_batch(ids, skip_special_tokens=False)
     assert tok.decode_batch(ids) == ref.decode_batch(ids)
 
