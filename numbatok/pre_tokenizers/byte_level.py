@@ -201,11 +201,12 @@ def ascii_word(data, p, b, asc):
     return q, j, k0, k1
 
 
-# ---- the fused loop's scanner for ASCII text: pre-token starts from 64-byte bit masks ----
+# ---- the cached-words loop's scanner for ASCII text: pre-token starts from 64-byte bit masks ----
 # A byte-at-a-time scanner mispredicts a branch or two at every word's end (a plain loop that only
-# splits big.txt into its runs takes 17 ns a word). Here the bytes are classified 8 at a time with
-# word-wide arithmetic, and a pre-token's start follows from the classes of the byte before it, the
-# byte itself and the byte after it; words are then read off the set bits (`word_starts`). That
+# splits big.txt into its runs takes 17 ns a word). Here 64 bytes are classified at once by vector
+# compares (`ascii_masks`; single bytes by word-wide arithmetic), and a pre-token's start follows
+# from the classes of the byte before it, the byte itself and the byte after it; words are then
+# read off the set bits (`word_starts`, `next_start`). That
 # holds for ASCII letters, digits, other symbols and whitespace. Apostrophes (contractions) and
 # bytes of 128 and up are the exceptions (`next_special`): a word whose bytes, or the byte after it,
 # include one is left to `ascii_word` and `match_end`.
@@ -272,17 +273,22 @@ def word_starts(data, q, a, b):
     sp = np.uint64(0)
     le = np.uint64(0)
     di = np.uint64(0)
-    if q + 64 <= b:
+    if q + 64 <= data.shape[0]:  # (the bytes past b are the next piece's: they are masked off below)
         ws, sp, le, di = ascii_masks(data, q)
     else:
-        for k in range(b - q):
+        for k in range(min(b - q, 64)):
             w, s, l, d = _classes8(np.uint64(data[q + k]))
             sh = np.uint64(k)
             ws |= w << sh
             sp |= s << sh
             le |= l << sh
             di |= d << sh
-        ws |= _ALL << np.uint64(b - q)
+    if q + 64 > b:
+        beyond = _ALL << np.uint64(b - q)
+        ws |= beyond
+        sp &= ~beyond
+        le &= ~beyond
+        di &= ~beyond
     pw = np.uint64(0)
     ps = np.uint64(0)
     pl = np.uint64(0)
