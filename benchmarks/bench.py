@@ -321,7 +321,8 @@ def versions():
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tokenizers", default="gpt2")
-    ap.add_argument("--data", default="big", help="comma-separated: big (big.txt paragraphs), doc (big.txt as one 10 MB document), udhr, code, ja, zh (UDHR lines)")
+    ap.add_argument("--data", default="big", help="comma-separated: big (big.txt paragraphs), doc (big.txt as one "
+                    "10 MB document), udhr, code, ja, zh (UDHR lines)")
     ap.add_argument("--configs", help="comma-separated subset of: " + "; ".join(CONFIGS))
     ap.add_argument("--corpus")
     ap.add_argument("--repeat", type=int, default=1, help="documents repeated this many times")

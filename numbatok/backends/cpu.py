@@ -810,6 +810,7 @@ def cached_prefix(c_lo, c_hi, text, text_off, chunk_row, chunk_cap, asc, first4,
 
 ALL_BITS = np.uint64(0xFFFFFFFFFFFFFFFF)
 SMALL_CALL = 1 << 18
+PREFIX_CALL = 1 << 16
 
 
 @cpu_kernel
@@ -1007,7 +1008,9 @@ def encode_ids(tok, b, segment=True):
     resume[:, 0] = chunk_row[:-1]
     resume[:, 1] = text_off[chunk_row[:-1]]
     resume[:, 2] = resume[:, 3] = chunk_cap[:-1]
-    if scan and len(cache):  # (once for all the chunks: per wave, it and the fused loop each waited on the slowest)
+    # (once for all the chunks: per wave, it and the fused loop each waited on their slowest chunk; not for
+    # a small call, where one more parallel launch costs more than the loop saves)
+    if scan and len(cache) and total >= PREFIX_CALL:
         rec, idata, kdata = cache.snapshot()
         try:
             cached_prefix(0, len(chunk_row) - 1, text, text_off, chunk_row, chunk_cap, asc, first4, at[0], at[1],
