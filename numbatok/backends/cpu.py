@@ -16,7 +16,7 @@ from ..kernels.dedup import distinct_words, word_hashes
 from ..kernels.utf8 import decode
 from ..normalizers.char_map import UNKNOWN, UNSAFE
 from ..normalizers.unicode_data import NCP
-from ..kernels.word_cache import (ID_MASK, INLINE, KEY_BYTES, LONG_BYTES, MAX_IDS, PACK16, cached_ids, hash_long, home,
+from ..kernels.word_cache import (KEY_BYTES, LONG_BYTES, MAX_IDS, copy_ids, hash_long, home,
                                   key_hash, meta, meta_ids, pack_key, probe, probe_long)
 from .. import unicode_tables
 from ..kernels.lines import load8
@@ -651,18 +651,7 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
                             else:
                                 hit = probe_long(rec, h, m, text, s, v, kdata)
                             if hit >= 0:
-                                rv = rec[hit, 3]
-                                if rv & INLINE:  # (`cached_ids`' common case here: no call, the stores unconditional)
-                                    if rv & PACK16:
-                                        out[pos] = np.int32((rv >> np.uint64(16)) & np.uint64(0xFFFF))
-                                        out[pos + 1] = np.int32((rv >> np.uint64(32)) & np.uint64(0xFFFF))
-                                        out[pos + 2] = np.int32(rv >> np.uint64(48))
-                                    else:
-                                        out[pos] = np.int32((rv >> np.uint64(16)) & ID_MASK)
-                                        out[pos + 1] = np.int32(rv >> np.uint64(40))
-                                    pos += np.int64((rv >> np.uint64(8)) & np.uint64(63))
-                                else:
-                                    pos += cached_ids(rv, idata, out, pos)
+                                pos += copy_ids(rec[hit, 3], idata, out, pos)
                                 continue
                             if m <= KEY_BYTES:
                                 slot = probe(tab, h, k0, k1, m)
@@ -790,18 +779,7 @@ def cached_prefix(c_lo, c_hi, text, text_off, chunk_row, chunk_cap, asc, first4,
                     if hit < 0:
                         miss = bs[t]
                         break
-                    rv = rec[hit, 3]
-                    if rv & INLINE:  # (as in `encode_ids_chunks`)
-                        if rv & PACK16:
-                            out[pos] = np.int32((rv >> np.uint64(16)) & np.uint64(0xFFFF))
-                            out[pos + 1] = np.int32((rv >> np.uint64(32)) & np.uint64(0xFFFF))
-                            out[pos + 2] = np.int32(rv >> np.uint64(48))
-                        else:
-                            out[pos] = np.int32((rv >> np.uint64(16)) & ID_MASK)
-                            out[pos + 1] = np.int32(rv >> np.uint64(40))
-                        pos += np.int64((rv >> np.uint64(8)) & np.uint64(63))
-                    else:
-                        pos += cached_ids(rv, idata, out, pos)
+                    pos += copy_ids(rec[hit, 3], idata, out, pos)
             if miss >= 0:
                 resume[c, 0], resume[c, 1], resume[c, 2], resume[c, 3] = r, miss, pos, start
                 break
