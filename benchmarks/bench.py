@@ -43,13 +43,18 @@ def find_corpus(arg):
     sys.exit("big.txt not found: pass --corpus DIR (a folder holding big.txt)")
 
 
+def ten_mb_document(docs):
+    """The documents joined by blank lines, repeated or cut to 10 MB: one long document."""
+    text = "\n\n".join(docs)
+    return (text * (10_000_000 // max(len(text), 1) + 1))[:10_000_000]
+
+
 def load_docs(corpus, which, repeat):
     if which in ("big", "doc"):
         with open(os.path.join(corpus, "big.txt"), encoding="utf-8") as f:
             docs = f.read().split("\n\n")
         if which == "doc":  # one 10 MB document: the loop alone, without a per-document cost
-            text = "\n\n".join(docs)
-            docs = [(text * (10_000_000 // len(text) + 1))[:10_000_000]]
+            docs = [ten_mb_document(docs)]
     elif which in ("ja", "zh"):  # the UDHR's Japanese or Chinese translations, a row per line (~45 KB)
         with open(os.path.join(corpus, "udhr_multilingual.jsonl"), encoding="utf-8") as f:
             rows = [json.loads(line) for line in f]
@@ -265,8 +270,7 @@ def latency(run, docs):
             _sync()
             ts.append(time.perf_counter() - t0)
         res[f"batch {size}"] = float(np.median(ts)) * 1e3
-    big = "\n\n".join(docs)
-    big = [(big * (10_000_000 // max(len(big), 1) + 1))[:10_000_000]]
+    big = [ten_mb_document(docs)]
     getattr(run, "stage", lambda d: None)(big)
     ts = []
     for _ in range(3):  # (the first call of a new size allocates for it, in every library)

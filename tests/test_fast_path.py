@@ -465,3 +465,23 @@ def test_a_warm_call_is_the_cached_words_loop(name, docs, monkeypatch):
     monkeypatch.setattr(cpu, "encode_ids_chunks", spy)
     assert tok.encode_ragged(rows, add_special_tokens=False).to_list() == want
     assert left and not any(left)
+
+
+def test_one_byte_classes_agree_with_the_vector_masks():
+    """`word_starts` classifies a block's neighbours and the buffer's last bytes one at a time: the
+    same classes as `ascii_masks` gives the 64-byte blocks, for every byte value."""
+    from numbatok._numba import ascii_masks, cpu_kernel
+    from numbatok.pre_tokenizers.byte_level import _byte_classes
+
+    @cpu_kernel
+    def disagreements(data):
+        bad = 0
+        for q in range(0, data.shape[0] - 64 + 1, 64):
+            masks = ascii_masks(data, q)
+            for i in range(64):
+                one = _byte_classes(data[q + i])
+                for k in range(4):
+                    bad += ((masks[k] >> np.uint64(i)) & np.uint64(1)) != one[k]
+        return bad
+
+    assert disagreements(np.arange(256, dtype=np.uint8)) == 0

@@ -10,7 +10,8 @@ from ..pre_tokenizers.splitting import REMOVED
 from ..normalizers import chars, passes
 from ..unicode_tables import SPACE
 from ..added_tokens import first_bytes, holds_token, may_start
-from ..pre_tokenizers.byte_level import A_ADDED, ascii_classes, ascii_word, match_end, next_special, next_start
+from ..pre_tokenizers.byte_level import (A_ADDED, ALL_BITS, ascii_classes, ascii_word, match_end, next_special,
+                                         next_start)
 from ..normalizers.passes import identity_alignment, is_nf, nf_piece, normalize_piece
 from ..kernels.dedup import distinct_words, word_hashes
 from ..kernels.utf8 import decode
@@ -693,9 +694,9 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
 
 
 @cpu_kernel(parallel=True)
-def cached_prefix(c_lo, c_hi, text, text_off, chunk_row, chunk_cap, asc, first4, at_data, at_off, at_flags,
+def cached_prefix(text, text_off, chunk_row, chunk_cap, asc, first4, at_data, at_off, at_flags,
                   classes, rec, idata, kdata, out, row_ntok, resume):
-    """Chunks c_lo..c_hi-1 of GPT-2-pattern rows (no normalizer, no prefix space), from each one's start
+    """Every chunk of GPT-2-pattern rows (no normalizer, no prefix space), from its start
     until the first word the shared cache does not hold or the first row that may hold an added token;
     `encode_ids_chunks` takes over there (resume[c]: row, byte, next id's position, the row's first id's
     position). A warm pass is mostly this loop: the words found with `word_starts` bit masks, keyed with
@@ -704,8 +705,7 @@ def cached_prefix(c_lo, c_hi, text, text_off, chunk_row, chunk_cap, asc, first4,
     before, was slower)."""
     nt = text.shape[0]
     rec_flat = rec.reshape(rec.shape[0] * 4)
-    for ci in prange(c_hi - c_lo):
-        c = c_lo + ci
+    for c in prange(chunk_row.shape[0] - 1):
         bs = np.empty(BLOCK, np.int64)
         bm = np.empty(BLOCK, np.int64)
         bkey = np.empty((BLOCK, 3), np.uint64)
@@ -786,7 +786,6 @@ def cached_prefix(c_lo, c_hi, text, text_off, chunk_row, chunk_cap, asc, first4,
             row_ntok[r] = pos - start
 
 
-ALL_BITS = np.uint64(0xFFFFFFFFFFFFFFFF)
 SMALL_CALL = 1 << 18
 PREFIX_CALL = 1 << 16
 
@@ -991,8 +990,8 @@ def encode_ids(tok, b, segment=True):
     if scan and len(cache) and total >= PREFIX_CALL:
         rec, idata, kdata = cache.snapshot()
         try:
-            cached_prefix(0, len(chunk_row) - 1, text, text_off, chunk_row, chunk_cap, asc, first4, at[0], at[1],
-                          at[3], tok._classes, rec, idata, kdata, out, row_ntok, resume)
+            cached_prefix(text, text_off, chunk_row, chunk_cap, asc, first4, at[0], at[1], at[3], tok._classes, rec,
+                          idata, kdata, out, row_ntok, resume)
         finally:
             cache.release()
     for lo, hi in zip(wave_group[:-1], wave_group[1:]):

@@ -204,22 +204,15 @@ def ascii_word(data, p, b, asc):
 # ---- the cached-words loop's scanner for ASCII text: pre-token starts from 64-byte bit masks ----
 # A byte-at-a-time scanner mispredicts a branch or two at every word's end (a plain loop that only
 # splits big.txt into its runs takes 17 ns a word). Here 64 bytes are classified at once by vector
-# compares (`ascii_masks`; single bytes by word-wide arithmetic), and a pre-token's start follows
-# from the classes of the byte before it, the byte itself and the byte after it; words are then
-# read off the set bits (`word_starts`, `next_start`). That
-# holds for ASCII letters, digits, other symbols and whitespace. Apostrophes (contractions) and
-# bytes of 128 and up are the exceptions (`next_special`): a word whose bytes, or the byte after it,
-# include one is left to `ascii_word` and `match_end`.
+# compares (`ascii_masks`), and a pre-token's start follows from the classes of the byte before it,
+# the byte itself and the byte after it; words are then read off the set bits (`word_starts`,
+# `next_start`). That holds for ASCII letters, digits, other symbols and whitespace. Apostrophes
+# (contractions) and bytes of 128 and up are the exceptions (`next_special`): a word whose bytes, or
+# the byte after it, include one is left to `ascii_word` and `match_end`.
 
-_ONES = np.uint64(0x0101010101010101)
 _HIGH = np.uint64(0x8080808080808080)
 _LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
-_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
-
-
-@jitable
-def _at_least(x, c):  # bytes of x (each under 128) >= c, as bit 7 of each byte
-    return (x + np.uint64(0x80 - c) * _ONES) & _HIGH
+ALL_BITS = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 @jitable
@@ -228,21 +221,15 @@ def _zero_bytes(t):  # bytes of t equal to 0, as bit 7 of each byte (exact: no b
 
 
 @jitable
-def _bits8(m):  # bit 7 of each byte -> 8 bits
-    return ((m >> np.uint64(7)) & _ONES) * np.uint64(0x0102040810204080) >> np.uint64(56)
-
-
-@jitable
-def _classes8(v):
-    """(whitespace, space, letter, digit) of the 8 bytes of v, a bit a byte (bytes of 128 and up: none)."""
-    ascii_ = ~v & _HIGH
-    x = v & _LOW7
-    low = x | np.uint64(0x2020202020202020)
-    letter = _at_least(low, 0x61) & ~_at_least(low, 0x7B) & ascii_
-    digit = _at_least(x, 0x30) & ~_at_least(x, 0x3A) & ascii_
-    space = _zero_bytes(x ^ np.uint64(0x2020202020202020)) & ascii_
-    ws = (_at_least(x, 9) & ~_at_least(x, 14) & ascii_) | space  # \t \n \v \f \r and ' ': \s in ASCII
-    return _bits8(ws), _bits8(space), _bits8(letter), _bits8(digit)
+def _byte_classes(x):
+    """(whitespace, space, letter, digit) of one byte, each 0 or 1, as `ascii_masks` classes them."""
+    one = np.uint64(1)
+    zero = np.uint64(0)
+    space = x == 32
+    ws = space or 9 <= x <= 13  # \t \n \v \f \r and ' ': \s in ASCII
+    letter = 97 <= (x | 32) <= 122
+    digit = 48 <= x <= 57
+    return one if ws else zero, one if space else zero, one if letter else zero, one if digit else zero
 
 
 @jitable
@@ -276,15 +263,15 @@ def word_starts(data, q, a, b):
     if q + 64 <= data.shape[0]:  # (the bytes past b are the next piece's: they are masked off below)
         ws, sp, le, di = ascii_masks(data, q)
     else:
-        for k in range(min(b - q, 64)):
-            w, s, l, d = _classes8(np.uint64(data[q + k]))
+        for k in range(b - q):  # (the end of the buffer: b - q < 64)
+            w, s, l, d = _byte_classes(data[q + k])
             sh = np.uint64(k)
             ws |= w << sh
             sp |= s << sh
             le |= l << sh
             di |= d << sh
     if q + 64 > b:
-        beyond = _ALL << np.uint64(b - q)
+        beyond = ALL_BITS << np.uint64(b - q)
         ws |= beyond
         sp &= ~beyond
         le &= ~beyond
@@ -294,10 +281,10 @@ def word_starts(data, q, a, b):
     pl = np.uint64(0)
     pd = np.uint64(0)
     if q > a:
-        pw, ps, pl, pd = _classes8(np.uint64(data[q - 1]))
+        pw, ps, pl, pd = _byte_classes(data[q - 1])
     nw = np.uint64(1)
     if q + 64 < b:
-        nw = _classes8(np.uint64(data[q + 64]))[0]
+        nw = _byte_classes(data[q + 64])[0]
     pw |= ws << np.uint64(1)
     ps |= sp << np.uint64(1)
     pl |= le << np.uint64(1)
