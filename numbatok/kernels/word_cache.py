@@ -478,7 +478,10 @@ def sparse_int32(n):
     if n * 4 < 1 << 21 or not hasattr(mmap, "MADV_NOHUGEPAGE"):
         return np.empty(n, np.int32)
     m = mmap.mmap(-1, n * 4)
-    m.madvise(mmap.MADV_NOHUGEPAGE)
+    try:
+        m.madvise(mmap.MADV_NOHUGEPAGE)
+    except OSError:  # (a kernel without transparent huge pages refuses the advice: nothing to avoid there)
+        pass
     return np.frombuffer(m, np.int32)  # (the array keeps the mapping alive; unmapped with it)
 
 
