@@ -85,6 +85,24 @@ def _prefetch():
     return prefetch
 
 
+def _fetch_add():
+    from numba import types
+    from numba.core import cgutils
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def fetch_add(typingctx, arr, idx, val):
+        """Atomically adds val to int64 arr[idx] and returns the value before (CPU kernels only): the
+        threads of a parallel loop take work from one counter, so none waits at the loop's end while
+        another still has a queue of its own."""
+        def codegen(context, builder, sig, args):
+            ary = context.make_array(sig.args[0])(context, builder, args[0])
+            ptr = cgutils.get_item_pointer(context, builder, sig.args[0], ary, [args[1]])
+            return builder.atomic_rmw("add", ptr, args[2], "monotonic")
+        return types.int64(arr, types.int64, types.int64), codegen
+    return fetch_add
+
+
 def _ascii_masks():
     from llvmlite import ir
     from numba import types
@@ -120,6 +138,7 @@ def _ascii_masks():
 
 
 prefetch = _prefetch()
+fetch_add = _fetch_add()
 ascii_masks = _ascii_masks()
 CACHE_DIR = _cache_dir()
 
@@ -142,4 +161,4 @@ def cpu_kernel(fn=None, *, parallel=False, nogil=True):
     return wrap(fn) if fn is not None else wrap
 
 
-__all__ = ["jitable", "cpu_kernel", "prange", "njit", "prefetch", "ascii_masks"]
+__all__ = ["jitable", "cpu_kernel", "prange", "njit", "prefetch", "fetch_add", "ascii_masks"]

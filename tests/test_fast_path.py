@@ -458,7 +458,7 @@ def test_a_warm_call_is_the_cached_words_loop(name, docs, monkeypatch):
     fused = cpu.encode_ids_chunks
 
     def spy(*args):
-        chunk_row, resume = args[9], args[-1]
+        chunk_row, resume = args[9], args[-2]
         left.append(int((resume[:, 0] < chunk_row[1:]).sum()))
         return fused(*args)
 
@@ -485,3 +485,23 @@ def test_one_byte_classes_agree_with_the_vector_masks():
         return bad
 
     assert disagreements(np.arange(256, dtype=np.uint8)) == 0
+
+
+def test_fetch_add_hands_out_every_item_once():
+    """The counter the CPU loops take chunks from: every thread adding to it at once, each value is
+    handed out exactly once (a plain read-add-write would hand some out twice)."""
+    from numbatok._numba import cpu_kernel, fetch_add, prange
+
+    @cpu_kernel(parallel=True)
+    def take(n, claim, got):
+        for _ in prange(4):
+            while True:
+                i = fetch_add(claim, 0, 1)
+                if i >= n:
+                    break
+                got[i] += 1
+
+    n = 200_000
+    got = np.zeros(n, np.int64)
+    take(n, np.zeros(1, np.int64), got)
+    assert (got == 1).all()

@@ -3,7 +3,7 @@ import functools
 
 import numpy as np
 
-from .._numba import cpu_kernel, prange, prefetch
+from .._numba import cpu_kernel, fetch_add, prange, prefetch
 from ..models.bpe import SMALL, merge_byte_heap, merge_byte_word
 from ..pre_tokenizers import GPT2, SPLIT
 from ..pre_tokenizers.splitting import REMOVED
@@ -536,10 +536,11 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
                       group_tab, pt_kind, pt_prefix, classes, asc, first4, at_data, at_off, at_ids, at_flags, at_first,
                       tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
                       byte_ids, byte_fallback_ids, affix, params, rec, idata, kdata, local, out, row_ntok,
-                      group_new, filled, resume):
-    """One prange iteration per group of chunks g_lo..g_hi-1 (group g: chunks group_chunk[g] to
-    group_chunk[g + 1] - 1, rows chunk_row[c] to chunk_row[c + 1] - 1 in chunk c): pre-tokenize a
-    row, then each word's ids come from the shared cache (`rec`/`idata`, read-only here), from the
+                      group_new, filled, resume, claim):
+    """One prange iteration per group g_lo..g_hi-1 of a wave, each taking the wave's chunks
+    (group_chunk[g_lo] to group_chunk[g_hi] - 1; rows chunk_row[c] to chunk_row[c + 1] - 1 in chunk c)
+    from the counter `claim` until none is left, so that no thread waits at the wave's end while
+    another still has chunks of its own to do: pre-tokenize a row, then each word's ids come from the shared cache (`rec`/`idata`, read-only here), from the
     words this group already tokenized (its own table, local[group_tab[g, 0]:group_tab[g, 1]]), or
     from the model. Chunk c's ids go to out[chunk_cap[c]:], room for its worst case; the group tables
     are what `WordCache.add` takes in afterwards (group_new[g]: how many words group g put in its
@@ -554,10 +555,12 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
     bytewise = (params[3] & 16) != 0 and (params[3] & 4) == 0  # every byte a symbol, merges always apply
     fused = asc.shape[0] == 256
     rec_flat = rec.reshape(rec.shape[0] * 4)
+    c_lo = group_chunk[g_lo]
+    c_hi = group_chunk[g_hi]
     for gi in prange(g_hi - g_lo):
         g = g_lo + gi
-        r0 = chunk_row[group_chunk[g]]
-        r1 = chunk_row[group_chunk[g + 1]]
+        r0 = chunk_row[c_lo]  # (any chunk of the wave may fall to this group)
+        r1 = chunk_row[c_hi]
         longest = 1
         for r in range(r0, r1):
             longest = max(longest, text_off[r + 1] - text_off[r])
@@ -576,7 +579,10 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
         w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf = model_scratch(SCRATCH, extra)
         tab = local[group_tab[g, 0]:group_tab[g, 1]]
         room = tab.shape[0] // 2
-        for c in range(group_chunk[g], group_chunk[g + 1]):
+        for _ in range(c_hi - c_lo):
+            c = c_lo + fetch_add(claim, 0, 1)  # (the wave's next chunk: a group that finishes early takes more)
+            if c >= c_hi:
+                break
             pos = resume[c, 2]
             for r in range(resume[c, 0], chunk_row[c + 1]):
                 a = text_off[r]
@@ -695,95 +701,102 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
 
 @cpu_kernel(parallel=True)
 def cached_prefix(text, text_off, chunk_row, chunk_cap, asc, first4, at_data, at_off, at_flags,
-                  classes, rec, idata, kdata, out, row_ntok, resume):
+                  classes, rec, idata, kdata, out, row_ntok, resume, claim, threads):
     """Every chunk of GPT-2-pattern rows (no normalizer, no prefix space), from its start
     until the first word the shared cache does not hold or the first row that may hold an added token;
     `encode_ids_chunks` takes over there (resume[c]: row, byte, next id's position, the row's first id's
-    position). A warm pass is mostly this loop: the words found with `word_starts` bit masks, keyed with
+    position). One prange iteration per thread, each taking chunks from the counter `claim` (a thread
+    with a static share of the chunks waited at the end for the other's). A warm pass is mostly this
+    loop: the words found with `word_starts` bit masks, keyed with
     two loads, their records prefetched BLOCK at a time, then probed and copied. Kept apart from the fused
     loop, whose scanner, model and tables leave it short of registers (a lean loop inside it, tried
     before, was slower)."""
     nt = text.shape[0]
     rec_flat = rec.reshape(rec.shape[0] * 4)
-    for c in prange(chunk_row.shape[0] - 1):
+    n_chunks = chunk_row.shape[0] - 1
+    for _t in prange(threads):
         bs = np.empty(BLOCK, np.int64)
         bm = np.empty(BLOCK, np.int64)
         bkey = np.empty((BLOCK, 3), np.uint64)
-        pos = chunk_cap[c]
-        resume[c, 0] = chunk_row[c + 1]  # (the whole chunk, unless a row below stops it)
-        for r in range(chunk_row[c], chunk_row[c + 1]):
-            a = text_off[r]
-            b = text_off[r + 1]
-            if holds_token(text, a, b, first4, asc, A_ADDED, at_data, at_off, at_flags):
-                resume[c, 0], resume[c, 1], resume[c, 2], resume[c, 3] = r, a, pos, pos
+        for _ in range(n_chunks):
+            c = fetch_add(claim, 0, 1)  # (chunks taken from one counter: no thread waits while another has a queue)
+            if c >= n_chunks:
                 break
-            start = pos
-            p = a
-            q = a - 128  # word_starts(q): start bits of text[q:q + 64]
-            st = np.uint64(0)
-            sp = a - 1  # the next byte at or after p that `word_starts` cannot judge
-            miss = -1
-            while p < b and miss < 0:
-                n = 0
-                while n < BLOCK and p < b:
-                    if sp < p:
-                        sp = next_special(text, p, b)
-                    fast = sp > p
-                    e = b
-                    if fast:
-                        e, q, st = next_start(text, p, a, b, q, st)
-                        fast = sp > e + 1 or sp >= b
-                    k0 = np.uint64(0)
-                    k1 = np.uint64(0)
-                    j = 0
-                    if not fast:
-                        e, j, k0, k1 = ascii_word(text, p, b, asc)
-                        if e < 0:
-                            e = match_end(text, p, a, b, 0, classes)
-                            j = 0
-                    m = e - p
-                    h = np.uint64(0)  # (0: a word the cache never holds)
-                    if fast and m <= KEY_BYTES and p + 16 <= nt:
-                        k0 = load8(text, p)
-                        k1 = load8(text, p + 8)
-                        if m < 8:
-                            k0 &= ~(ALL_BITS << np.uint64(8 * m))
-                            k1 = np.uint64(0)
-                        elif m < 16:
-                            k1 &= ~(ALL_BITS << np.uint64(8 * (m - 8)))
-                        h = key_hash(k0, k1, m)
-                    elif j > 0 and m <= KEY_BYTES:
-                        h = key_hash(k0, k1, m)
-                    elif m <= KEY_BYTES:
-                        h, k0, k1 = pack_key(text, p, e, 0)
-                    elif m <= LONG_BYTES:
-                        h = hash_long(text, p, e, 0)
-                    if h != 0:
-                        prefetch(rec_flat, 4 * home(h, rec.shape[0]))
-                    bs[n] = p
-                    bm[n] = m
-                    bkey[n, 0] = h
-                    bkey[n, 1] = k0
-                    bkey[n, 2] = k1
-                    n += 1
-                    p = e
-                for t in range(n):
-                    h, m = bkey[t, 0], bm[t]
-                    hit = -1
-                    if h == 0:
-                        pass
-                    elif m <= KEY_BYTES:
-                        hit = probe(rec, h, bkey[t, 1], bkey[t, 2], m)
-                    else:
-                        hit = probe_long(rec, h, m, text, bs[t], 0, kdata)
-                    if hit < 0:
-                        miss = bs[t]
-                        break
-                    pos += copy_ids(rec[hit, 3], idata, out, pos)
-            if miss >= 0:
-                resume[c, 0], resume[c, 1], resume[c, 2], resume[c, 3] = r, miss, pos, start
-                break
-            row_ntok[r] = pos - start
+            pos = chunk_cap[c]
+            resume[c, 0] = chunk_row[c + 1]  # (the whole chunk, unless a row below stops it)
+            for r in range(chunk_row[c], chunk_row[c + 1]):
+                a = text_off[r]
+                b = text_off[r + 1]
+                if holds_token(text, a, b, first4, asc, A_ADDED, at_data, at_off, at_flags):
+                    resume[c, 0], resume[c, 1], resume[c, 2], resume[c, 3] = r, a, pos, pos
+                    break
+                start = pos
+                p = a
+                q = a - 128  # word_starts(q): start bits of text[q:q + 64]
+                st = np.uint64(0)
+                sp = a - 1  # the next byte at or after p that `word_starts` cannot judge
+                miss = -1
+                while p < b and miss < 0:
+                    n = 0
+                    while n < BLOCK and p < b:
+                        if sp < p:
+                            sp = next_special(text, p, b)
+                        fast = sp > p
+                        e = b
+                        if fast:
+                            e, q, st = next_start(text, p, a, b, q, st)
+                            fast = sp > e + 1 or sp >= b
+                        k0 = np.uint64(0)
+                        k1 = np.uint64(0)
+                        j = 0
+                        if not fast:
+                            e, j, k0, k1 = ascii_word(text, p, b, asc)
+                            if e < 0:
+                                e = match_end(text, p, a, b, 0, classes)
+                                j = 0
+                        m = e - p
+                        h = np.uint64(0)  # (0: a word the cache never holds)
+                        if fast and m <= KEY_BYTES and p + 16 <= nt:
+                            k0 = load8(text, p)
+                            k1 = load8(text, p + 8)
+                            if m < 8:
+                                k0 &= ~(ALL_BITS << np.uint64(8 * m))
+                                k1 = np.uint64(0)
+                            elif m < 16:
+                                k1 &= ~(ALL_BITS << np.uint64(8 * (m - 8)))
+                            h = key_hash(k0, k1, m)
+                        elif j > 0 and m <= KEY_BYTES:
+                            h = key_hash(k0, k1, m)
+                        elif m <= KEY_BYTES:
+                            h, k0, k1 = pack_key(text, p, e, 0)
+                        elif m <= LONG_BYTES:
+                            h = hash_long(text, p, e, 0)
+                        if h != 0:
+                            prefetch(rec_flat, 4 * home(h, rec.shape[0]))
+                        bs[n] = p
+                        bm[n] = m
+                        bkey[n, 0] = h
+                        bkey[n, 1] = k0
+                        bkey[n, 2] = k1
+                        n += 1
+                        p = e
+                    for t in range(n):
+                        h, m = bkey[t, 0], bm[t]
+                        hit = -1
+                        if h == 0:
+                            pass
+                        elif m <= KEY_BYTES:
+                            hit = probe(rec, h, bkey[t, 1], bkey[t, 2], m)
+                        else:
+                            hit = probe_long(rec, h, m, text, bs[t], 0, kdata)
+                        if hit < 0:
+                            miss = bs[t]
+                            break
+                        pos += copy_ids(rec[hit, 3], idata, out, pos)
+                if miss >= 0:
+                    resume[c, 0], resume[c, 1], resume[c, 2], resume[c, 3] = r, miss, pos, start
+                    break
+                row_ntok[r] = pos - start
 
 
 SMALL_CALL = 1 << 18
@@ -797,9 +810,9 @@ def plan_chunks(text_off, threads, prefix):
     (16 KB at least), so that uneven rows balance: rows chunk_row[c] to chunk_row[c + 1] - 1, their
     worst-case ids from chunk_cap[c] on. Waves of 1, 2, then the rest of the chunks per thread: the
     first waves fill the shared cache with the frequent words, so later chunks do not each run the
-    model on them again. Within a wave each thread takes a group of consecutive chunks (group g:
-    chunks group_chunk[g] to group_chunk[g + 1] - 1; wave w: groups wave_group[w] to
-    wave_group[w + 1] - 1) with one table of the words it tokenized, records group_tab[g, 0] to
+    model on them again. Within a wave each thread is a group (group g sized for chunks
+    group_chunk[g] to group_chunk[g + 1] - 1, though it takes whichever of the wave's chunks are left
+    when it is free; wave w: groups wave_group[w] to wave_group[w + 1] - 1) with one table of the words it tokenized, records group_tab[g, 0] to
     group_tab[g, 1] - 1 of the call's scratch (at most half full, small enough to stay in cache): a
     word new to the wave runs the model once per thread that meets it, not once per chunk. The waves
     share the same records: `add` takes in (and empties) a wave's tables before the next starts.
@@ -991,7 +1004,7 @@ def encode_ids(tok, b, segment=True):
         rec, idata, kdata = cache.snapshot()
         try:
             cached_prefix(text, text_off, chunk_row, chunk_cap, asc, first4, at[0], at[1], at[3], tok._classes, rec,
-                          idata, kdata, out, row_ntok, resume)
+                          idata, kdata, out, row_ntok, resume, np.zeros(1, np.int64), min(threads, len(chunk_row) - 1))
         finally:
             cache.release()
     for lo, hi in zip(wave_group[:-1], wave_group[1:]):
@@ -1000,7 +1013,7 @@ def encode_ids(tok, b, segment=True):
             encode_ids_chunks(lo, hi, group_chunk, text, text_off, pb, pk, row_piece, tok._norm is not None,
                               chunk_row, chunk_cap, group_tab, prog, pt.add_prefix_space, tok._classes, asc,
                               first4, *at, *tok._model.arrays(), rec, idata, kdata, local, out, row_ntok, group_new,
-                              filled, resume)
+                              filled, resume, np.zeros(1, np.int64))
         finally:
             cache.release()
         if group_new[lo:hi].any():  # (a call whose words are all cached has nothing to add, nor tables to scan)
