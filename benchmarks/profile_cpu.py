@@ -4,17 +4,20 @@ Numba's JIT code named through a perf map (perf cannot see names in code compile
     python benchmarks/profile_cpu.py --tokenizer gpt2 --data big --pass first --seconds 15
 
 A first pass clears the word cache before each pass (the same process: no fresh memory); a warm pass
-re-encodes. Needs `perf` (Debian's linux-perf) with permission to attach to the process. The table
-gives each function's share of all samples of the process (every thread, so a worker spinning in
-libgomp while the other works, or during a serial step, shows up as libgomp). A parallel loop's body
-is named after its kernel with [prange].
+re-encodes. The kernels compile in the process first, about a minute (perf can only name code whose
+LLVM module the process holds). Needs `perf` (Debian's linux-perf) with permission to attach to it.
+The table gives each function's share of all samples of the process (every thread, so a worker
+spinning in libgomp while the other works, or during a serial step, shows up as libgomp). A
+parallel loop's body is named after its kernel with [prange].
 """
 import argparse
 import gc
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -85,6 +88,17 @@ def main():
     ap.add_argument("--top", type=int, default=20)
     ap.add_argument("--corpus")
     args = ap.parse_args()
+    # Kernels loaded from the JIT cache keep no LLVM module to read their names from: compile them in
+    # this process, into a cache folder of its own (about a minute on two cores).
+    cache = tempfile.mkdtemp(prefix="numbatok-profile-")
+    os.environ["XDG_CACHE_HOME"] = cache
+    try:
+        profile(args)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def profile(args):
     sys.path.insert(0, HERE)
     from bench import find_corpus, load_docs, warm_up_text
     import numbatok
@@ -96,7 +110,8 @@ def main():
         tok.encode_ragged(warm_up_text())
     b = to_batch(load_docs(find_corpus(args.corpus), args.data, 1))
     cpu.encode_ids(tok, b)
-    write_perf_map()
+    if not write_perf_map():
+        print("no compiled functions found: perf will show addresses, not names")
     data = os.path.join(os.environ.get("TMPDIR", "/tmp"), "numbatok-profile-%d.data" % os.getpid())
     rec = subprocess.Popen(["perf", "record", "-F", "999", "-o", data, "-p", str(os.getpid())],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
