@@ -458,7 +458,7 @@ def test_a_warm_call_is_the_cached_words_loop(name, docs, monkeypatch):
     fused = cpu.encode_ids_chunks
 
     def spy(*args):
-        chunk_row, resume = args[9], args[-2]
+        chunk_row, resume = args[9], args[-1]
         left.append(int((resume[:, 0] < chunk_row[1:]).sum()))
         return fused(*args)
 

@@ -536,17 +536,18 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
                       group_tab, pt_kind, pt_prefix, classes, asc, first4, at_data, at_off, at_ids, at_flags, at_first,
                       tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
                       byte_ids, byte_fallback_ids, affix, params, rec, idata, kdata, local, out, row_ntok,
-                      group_new, filled, resume, claim):
+                      group_new, filled, resume):
     """One prange iteration per group g_lo..g_hi-1 of a wave, each taking the wave's chunks
     (group_chunk[g_lo] to group_chunk[g_hi] - 1; rows chunk_row[c] to chunk_row[c + 1] - 1 in chunk c)
-    from the counter `claim` until none is left, so that no thread waits at the wave's end while
-    another still has chunks of its own to do: pre-tokenize a row, then each word's ids come from the shared cache (`rec`/`idata`, read-only here), from the
-    words this group already tokenized (its own table, local[group_tab[g, 0]:group_tab[g, 1]]), or
-    from the model. Chunk c's ids go to out[chunk_cap[c]:], room for its worst case; the group tables
-    are what `WordCache.add` takes in afterwards (group_new[g]: how many words group g put in its
-    table, at the records of `local` listed in filled[group_tab[g, 0] // 2:]). Chunk c starts at row
-    resume[c, 0], its byte resume[c, 1] and id resume[c, 2] (that row's first id at resume[c, 3]):
-    where `cached_prefix` stopped.
+    from one counter until none is left, so that no thread waits at the wave's end while another
+    still has chunks of its own to do: pre-tokenize a row, then each word's ids come from the shared
+    cache (`rec`/`idata`, read-only here), from the words this group already tokenized (its own table,
+    local[group_tab[g, 0]:group_tab[g, 1]]), or from the model. Chunk c's ids go to
+    out[chunk_cap[c]:], room for its worst case; the group tables are what `WordCache.add` takes in
+    afterwards (group_new[g]: how many words group g put in its table, at the records of `local`
+    listed in filled[group_tab[g, 0] // 2:]). Chunk c starts at row resume[c, 0], its byte
+    resume[c, 1] and id resume[c, 2] (that row's first id at resume[c, 3]): where `cached_prefix`
+    stopped.
 
     Words go in blocks: the spans and keys of up to BLOCK words first (each word's slot in the shared
     table prefetched), then their lookups. With `asc` (GPT-2 pattern, no normalizer, no prefix space)
@@ -557,13 +558,12 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
     rec_flat = rec.reshape(rec.shape[0] * 4)
     c_lo = group_chunk[g_lo]
     c_hi = group_chunk[g_hi]
+    claim = np.zeros(1, np.int64)
+    longest = 1  # (the wave's longest row: any of its chunks may fall to any group)
+    for r in range(chunk_row[c_lo], chunk_row[c_hi]):
+        longest = max(longest, text_off[r + 1] - text_off[r])
     for gi in prange(g_hi - g_lo):
         g = g_lo + gi
-        r0 = chunk_row[c_lo]  # (any chunk of the wave may fall to this group)
-        r1 = chunk_row[c_hi]
-        longest = 1
-        for r in range(r0, r1):
-            longest = max(longest, text_off[r + 1] - text_off[r])
         wcap = longest + 1 if pt_prefix == 0 else 2 * longest + 2
         ws = np.empty(wcap, np.int64)
         we = np.empty(wcap, np.int64)
@@ -701,20 +701,20 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
 
 @cpu_kernel(parallel=True)
 def cached_prefix(text, text_off, chunk_row, chunk_cap, asc, first4, at_data, at_off, at_flags,
-                  classes, rec, idata, kdata, out, row_ntok, resume, claim, threads):
+                  classes, rec, idata, kdata, out, row_ntok, resume, threads):
     """Every chunk of GPT-2-pattern rows (no normalizer, no prefix space), from its start
     until the first word the shared cache does not hold or the first row that may hold an added token;
     `encode_ids_chunks` takes over there (resume[c]: row, byte, next id's position, the row's first id's
-    position). One prange iteration per thread, each taking chunks from the counter `claim` (a thread
-    with a static share of the chunks waited at the end for the other's). A warm pass is mostly this
-    loop: the words found with `word_starts` bit masks, keyed with
-    two loads, their records prefetched BLOCK at a time, then probed and copied. Kept apart from the fused
-    loop, whose scanner, model and tables leave it short of registers (a lean loop inside it, tried
-    before, was slower)."""
+    position). One prange iteration per thread, each taking chunks from one counter (a thread with a
+    static share of the chunks waited at the end for the other's). A warm pass is mostly this loop:
+    the words found with `word_starts` bit masks, keyed with two loads, their records prefetched BLOCK
+    at a time, then probed and copied. Kept apart from the fused loop, whose scanner, model and tables
+    leave it short of registers (a lean loop inside it, tried before, was slower)."""
     nt = text.shape[0]
     rec_flat = rec.reshape(rec.shape[0] * 4)
     n_chunks = chunk_row.shape[0] - 1
-    for _t in prange(threads):
+    claim = np.zeros(1, np.int64)
+    for _t in prange(min(threads, n_chunks)):  # (numba's thread count read in here stops the kernel's caching)
         bs = np.empty(BLOCK, np.int64)
         bm = np.empty(BLOCK, np.int64)
         bkey = np.empty((BLOCK, 3), np.uint64)
@@ -805,19 +805,20 @@ PREFIX_CALL = 1 << 16
 
 @cpu_kernel
 def plan_chunks(text_off, threads, prefix):
-    """How `encode_ids` cuts a batch (in one compiled call: as numpy steps, this planning was a third
-    of a small call's time). Chunks of whole rows, about 1/8 of a thread's share of the bytes each
-    (16 KB at least), so that uneven rows balance: rows chunk_row[c] to chunk_row[c + 1] - 1, their
+    """How `encode_ids` cuts a batch (in one compiled call: as numpy steps, this planning was a third of a
+    small call's time). Chunks of whole rows, about 1/8 of a thread's share of the bytes each (16 KB
+    at least), so that uneven rows balance: rows chunk_row[c] to chunk_row[c + 1] - 1, their
     worst-case ids from chunk_cap[c] on. Waves of 1, 2, then the rest of the chunks per thread: the
     first waves fill the shared cache with the frequent words, so later chunks do not each run the
     model on them again. Within a wave each thread is a group (group g sized for chunks
-    group_chunk[g] to group_chunk[g + 1] - 1, though it takes whichever of the wave's chunks are left
-    when it is free; wave w: groups wave_group[w] to wave_group[w + 1] - 1) with one table of the words it tokenized, records group_tab[g, 0] to
-    group_tab[g, 1] - 1 of the call's scratch (at most half full, small enough to stay in cache): a
-    word new to the wave runs the model once per thread that meets it, not once per chunk. The waves
-    share the same records: `add` takes in (and empties) a wave's tables before the next starts.
-    A call under SMALL_CALL bytes is one wave of smaller chunks: waves of a few chunks left threads
-    idle, and a wave's launch costs more than the model runs it saves there."""
+    group_chunk[g] to group_chunk[g + 1] - 1, though it takes whichever of the wave's chunks are
+    left when it is free; wave w: groups wave_group[w] to wave_group[w + 1] - 1) with one table of
+    the words it tokenized, records group_tab[g, 0] to group_tab[g, 1] - 1 of the call's scratch (at
+    most half full, small enough to stay in cache): a word new to the wave runs the model once per
+    thread that meets it, not once per chunk. The waves share the same records: `add` takes in (and
+    empties) a wave's tables before the next starts. A call under SMALL_CALL bytes is one wave of
+    smaller chunks: waves of a few chunks left threads idle, and a wave's launch costs more than the
+    model runs it saves there."""
     n = text_off.shape[0] - 1
     total = text_off[n] - text_off[0]
     small = total < SMALL_CALL
@@ -1004,7 +1005,7 @@ def encode_ids(tok, b, segment=True):
         rec, idata, kdata = cache.snapshot()
         try:
             cached_prefix(text, text_off, chunk_row, chunk_cap, asc, first4, at[0], at[1], at[3], tok._classes, rec,
-                          idata, kdata, out, row_ntok, resume, np.zeros(1, np.int64), min(threads, len(chunk_row) - 1))
+                          idata, kdata, out, row_ntok, resume, threads)
         finally:
             cache.release()
     for lo, hi in zip(wave_group[:-1], wave_group[1:]):
@@ -1013,7 +1014,7 @@ def encode_ids(tok, b, segment=True):
             encode_ids_chunks(lo, hi, group_chunk, text, text_off, pb, pk, row_piece, tok._norm is not None,
                               chunk_row, chunk_cap, group_tab, prog, pt.add_prefix_space, tok._classes, asc,
                               first4, *at, *tok._model.arrays(), rec, idata, kdata, local, out, row_ntok, group_new,
-                              filled, resume, np.zeros(1, np.int64))
+                              filled, resume)
         finally:
             cache.release()
         if group_new[lo:hi].any():  # (a call whose words are all cached has nothing to add, nor tables to scan)
