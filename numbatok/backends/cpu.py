@@ -556,6 +556,7 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
     bytewise = (params[3] & 16) != 0 and (params[3] & 4) == 0  # every byte a symbol, merges always apply
     fused = asc.shape[0] == 256
     rec_flat = rec.reshape(rec.shape[0] * 4)
+    first_wave = g_lo == 0
     c_lo = group_chunk[g_lo]
     c_hi = group_chunk[g_hi]
     claim = np.zeros(1, np.int64)
@@ -578,6 +579,7 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
         # to all ten arrays, a tenth of a WordPiece first pass)
         w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf = model_scratch(SCRATCH, extra)
         tab = local[group_tab[g, 0]:group_tab[g, 1]]
+        tab_flat = local.reshape(local.shape[0] * 4)[4 * group_tab[g, 0]:4 * group_tab[g, 1]]
         room = tab.shape[0] // 2
         for _ in range(c_hi - c_lo):
             c = c_lo + fetch_add(claim, 0, 1)  # (the wave's next chunk: a group that finishes early takes more)
@@ -634,6 +636,8 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
                             else:  # a long key is the word itself: (position in text, virtual space)
                                 h, k0, k1 = hash_long(text, s, e, v), np.uint64(s), np.uint64(v)
                             prefetch(rec_flat, 4 * home(h, rec.shape[0]))
+                            if first_wave:  # (its words mostly miss the shared table: the group's is probed next)
+                                prefetch(tab_flat, 4 * home(h, tab.shape[0]))
                         bs[n] = s
                         be[n] = e
                         bv[n] = v
