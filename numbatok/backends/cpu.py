@@ -17,7 +17,7 @@ from ..kernels.dedup import distinct_words, word_hashes
 from ..kernels.utf8 import decode
 from ..normalizers.char_map import UNKNOWN, UNSAFE
 from ..normalizers.unicode_data import NCP
-from ..kernels.word_cache import (KEY_BYTES, LONG_BYTES, MAX_IDS, copy_ids, hash_long, home,
+from ..kernels.word_cache import (INLINE, KEY_BYTES, LONG_BYTES, MAX_IDS, copy_ids, hash_long, home, inline16,
                                   key_hash, meta, meta_ids, pack_key, probe, probe_long)
 from .. import unicode_tables
 from ..kernels.lines import load8
@@ -669,7 +669,11 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
                             else:
                                 slot = probe_long(tab, h, m, text, s, v, text)
                             if slot >= 0:
-                                k, p0 = meta_ids(tab[slot, 3])
+                                mv = tab[slot, 3]
+                                if mv & INLINE:
+                                    pos += copy_ids(mv, idata, out, pos)
+                                    continue
+                                k, p0 = meta_ids(mv)
                                 for q in range(k):
                                     out[pos + q] = out[p0 + q]
                                 pos += k
@@ -695,7 +699,11 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
                             filled[group_tab[g, 0] // 2 + tab.shape[0] // 2 - room] = group_tab[g, 0] + slot
                             tab[slot, 1] = k0
                             tab[slot, 2] = k1
-                            tab[slot, 3] = meta(m, k, pos)
+                            top = 0
+                            for q in range(min(k, 4)):
+                                top = max(top, out[pos + q])
+                            # (up to three ids kept in the record: a later hit then reads no earlier output)
+                            tab[slot, 3] = inline16(m, out[pos:], k) if k <= 3 and top < (1 << 16) else meta(m, k, pos)
                             tab[slot, 0] = h
                             room -= 1
                         pos += k

@@ -155,6 +155,22 @@ def meta_ids(v):
 
 
 @jitable
+def spilled_ids(v):
+    """How many ids a call's table record puts in `idata` when taken in: none when it holds them itself
+    (the shared table's INLINE layout), else its count."""
+    return np.int64(0) if v & INLINE else np.int64((v >> np.uint64(8)) & np.uint64(127))
+
+
+@jitable
+def inline16(m, ids, k):
+    """A record's last word for k <= 3 ids ids[:k], each under 2**16, held in the record itself."""
+    x = np.uint64(0)
+    for q in range(k):
+        x |= np.uint64(ids[q]) << np.uint64(16 * q)
+    return np.uint64(m) | ((np.uint64(k) | np.uint64(64 + 128)) << np.uint64(8)) | (x << np.uint64(16))
+
+
+@jitable
 def cached_ids(v, idata, out, pos):
     """Writes the ids of a shared-table record's last word `v` at out[pos:]; returns how many. Up to
     three ids are kept in the record itself: most words of prose, read without touching `idata`."""
@@ -193,27 +209,26 @@ def copy_ids(v, idata, out, pos):
 
 @jitable
 def _put(rec, slot, h, k0, k1, v, out, text, idata, ni, kdata, nk):
-    """Writes a call's word (record fields h, k0, k1, v as in its own table; ids in `out`, a long key's
-    bytes in `text`) into empty slot `slot` of the shared table, its ids at idata[ni:] and a long
-    key's bytes at kdata[nk:] where they do not fit the record. Returns the new (ni, nk)."""
+    """Writes a call's word (record fields h, k0, k1, v as in its own table; its ids in `out` unless the
+    record holds them, a long key's bytes in `text`) into empty slot `slot` of the shared table, its
+    ids at idata[ni:] and a long key's bytes at kdata[nk:] where they do not fit the record. Returns
+    the new (ni, nk)."""
     m = np.int64(v & np.uint64(255))
-    k, p = meta_ids(v)
-    top = 0
-    for q in range(min(k, 3)):
-        top = max(top, out[p + q])
-    if k <= 3 and top < (1 << 16):  # (three 16-bit ids, or fewer)
-        ids = np.uint64(0)
-        for q in range(k):
-            ids |= np.uint64(out[p + q]) << np.uint64(16 * q)
-        v = np.uint64(m) | ((np.uint64(k) | np.uint64(64 + 128)) << np.uint64(8)) | (ids << np.uint64(16))
-    elif k <= 2 and top < (1 << 24):
-        ids = np.uint64(out[p]) | (np.uint64(out[p + 1]) << np.uint64(24) if k == 2 else np.uint64(0))
-        v = np.uint64(m) | ((np.uint64(k) | np.uint64(128)) << np.uint64(8)) | (ids << np.uint64(16))
-    else:
-        for q in range(k):
-            idata[ni + q] = out[p + q]
-        v = meta(m, k, ni)
-        ni += k
+    if not v & INLINE:  # (else the call's record holds its ids already, as the shared table does)
+        k, p = meta_ids(v)
+        top = 0
+        for q in range(min(k, 3)):
+            top = max(top, out[p + q])
+        if k <= 3 and top < (1 << 16):  # (three 16-bit ids, or fewer)
+            v = inline16(m, out[p:], k)
+        elif k <= 2 and top < (1 << 24):
+            ids = np.uint64(out[p]) | (np.uint64(out[p + 1]) << np.uint64(24) if k == 2 else np.uint64(0))
+            v = np.uint64(m) | ((np.uint64(k) | np.uint64(128)) << np.uint64(8)) | (ids << np.uint64(16))
+        else:
+            for q in range(k):
+                idata[ni + q] = out[p + q]
+            v = meta(m, k, ni)
+            ni += k
     if m > KEY_BYTES:  # the key's model-space bytes, virtual space included
         s = np.int64(k0)
         if k1:
@@ -256,7 +271,7 @@ def insert_new(local, slots, out, text, rec, idata, kdata, state):
             slot = probe_long(rec, h, m, text, np.int64(k0), np.int64(k1), kdata)
         else:
             slot = probe(rec, h, k0, k1, m)
-        k, p = meta_ids(v)
+        k = spilled_ids(v)
         if 2 * (n + 1) > rec.shape[0] or ni + k > idata.shape[0] or (long and nk + m > kdata.shape[0]):
             if slot < 0 and n < state[2] and not (long and nk + m > state[4]):
                 left += 1
@@ -334,7 +349,7 @@ def insert_parts(local, slots, out, text, rec, idata, kdata, state, parts):
         for u in range(start[q], start[q + 1]):
             v = srt[u, 3]
             m = np.int64(v & np.uint64(255))
-            ids_at[q + 1] += np.int64((v >> np.uint64(8)) & np.uint64(127))
+            ids_at[q + 1] += spilled_ids(v)
             if m > KEY_BYTES:
                 kb_at[q + 1] += m
     for q in range(parts):
@@ -350,7 +365,8 @@ def insert_parts(local, slots, out, text, rec, idata, kdata, state, parts):
         for u in range(start[q], start[q + 1]):
             if u + 8 < start[q + 1]:  # (its record's slot, and where its ids are)
                 prefetch(rec_flat, 4 * home(srt[u + 8, 0], size))
-                prefetch(out, np.int64(srt[u + 8, 3] >> np.uint64(16)))
+                if not srt[u + 8, 3] & INLINE:
+                    prefetch(out, np.int64(srt[u + 8, 3] >> np.uint64(16)))
             h, k0, k1, v = srt[u, 0], srt[u, 1], srt[u, 2], srt[u, 3]
             if h == 0:
                 continue
@@ -383,7 +399,7 @@ def pending(local, slots):
     for j in slots:
         v = local[j, 3]
         m = np.int64(v & np.uint64(255))
-        ids += np.int64((v >> np.uint64(8)) & np.uint64(127))
+        ids += spilled_ids(v)
         kb += m if m > KEY_BYTES else 0
     return slots.shape[0], ids, kb
 
