@@ -700,7 +700,7 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
                             tab[slot, 1] = k0
                             tab[slot, 2] = k1
                             top = 0
-                            for q in range(min(k, 4)):
+                            for q in range(min(k, 3)):
                                 top = max(top, out[pos + q])
                             # (up to three ids kept in the record: a later hit then reads no earlier output)
                             tab[slot, 3] = inline16(m, out[pos:], k) if k <= 3 and top < (1 << 16) else meta(m, k, pos)
