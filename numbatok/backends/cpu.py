@@ -17,8 +17,8 @@ from ..kernels.dedup import distinct_words, word_hashes
 from ..kernels.utf8 import decode
 from ..normalizers.char_map import UNKNOWN, UNSAFE
 from ..normalizers.unicode_data import NCP
-from ..kernels.word_cache import (INLINE, KEY_BYTES, LONG_BYTES, MAX_IDS, copy_ids, hash_long, home, inline16,
-                                  key_hash, meta, meta_ids, pack_key, probe, probe_long)
+from ..kernels.word_cache import (INLINE, KEY_BYTES, LONG_BYTES, MAX_IDS, copy_ids, group_meta, hash_long, home,
+                                  key_hash, meta_ids, pack_key, probe, probe_long)
 from .. import unicode_tables
 from ..kernels.lines import load8
 from ..pipeline import compact_word, cut_at, piece_words, row_pieces, row_words, store_tokens, word_tokens
@@ -699,11 +699,7 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
                             filled[group_tab[g, 0] // 2 + tab.shape[0] // 2 - room] = group_tab[g, 0] + slot
                             tab[slot, 1] = k0
                             tab[slot, 2] = k1
-                            top = 0
-                            for q in range(min(k, 3)):
-                                top = max(top, out[pos + q])
-                            # (up to three ids kept in the record: a later hit then reads no earlier output)
-                            tab[slot, 3] = inline16(m, out[pos:], k) if k <= 3 and top < (1 << 16) else meta(m, k, pos)
+                            tab[slot, 3] = group_meta(m, k, out, pos)
                             tab[slot, 0] = h
                             room -= 1
                         pos += k

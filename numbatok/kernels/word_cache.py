@@ -162,11 +162,18 @@ def spilled_ids(v):
 
 
 @jitable
-def inline16(m, ids, k):
-    """A record's last word for k <= 3 ids ids[:k], each under 2**16, held in the record itself."""
+def group_meta(m, k, out, pos):
+    """The last word of a call's own table record for a word of m bytes whose k ids are at out[pos:]:
+    up to three ids under 2**16 held in the record itself (the shared table's layout, so a later hit
+    reads no earlier output and `add` takes the record in as it is), else where they are in `out`."""
+    top = 0
+    for q in range(min(k, 3)):
+        top = max(top, out[pos + q])
+    if k > 3 or top >= (1 << 16):
+        return meta(m, k, pos)
     x = np.uint64(0)
     for q in range(k):
-        x |= np.uint64(ids[q]) << np.uint64(16 * q)
+        x |= np.uint64(out[pos + q]) << np.uint64(16 * q)
     return np.uint64(m) | ((np.uint64(k) | np.uint64(64 + 128)) << np.uint64(8)) | (x << np.uint64(16))
 
 
@@ -214,14 +221,12 @@ def _put(rec, slot, h, k0, k1, v, out, text, idata, ni, kdata, nk):
     ids at idata[ni:] and a long key's bytes at kdata[nk:] where they do not fit the record. Returns
     the new (ni, nk)."""
     m = np.int64(v & np.uint64(255))
-    if not v & INLINE:  # (else the call's record holds its ids already, as the shared table does)
+    if not v & INLINE:  # (else the record holds its ids already: `group_meta`)
         k, p = meta_ids(v)
         top = 0
-        for q in range(min(k, 3)):
+        for q in range(min(k, 2)):
             top = max(top, out[p + q])
-        if k <= 3 and top < (1 << 16):  # (three 16-bit ids, or fewer)
-            v = inline16(m, out[p:], k)
-        elif k <= 2 and top < (1 << 24):
+        if k <= 2 and top < (1 << 24):  # (ids of a vocabulary over 2**16)
             ids = np.uint64(out[p]) | (np.uint64(out[p + 1]) << np.uint64(24) if k == 2 else np.uint64(0))
             v = np.uint64(m) | ((np.uint64(k) | np.uint64(128)) << np.uint64(8)) | (ids << np.uint64(16))
         else:
