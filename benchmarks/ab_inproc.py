@@ -5,7 +5,9 @@ spread between processes (`ab.py`), which on a shared machine moves by 10-15% an
 
 Each revision's package is copied under a name of its own (numbatok_a, numbatok_b: the package
 imports itself relatively), with its own JIT cache, and both encode the same batches in turn,
-A B B A ..., warm passes and first passes (the word cache cleared before each). The table gives each
+A B B A ..., warm passes, first passes (the word cache cleared before each) and, for data of more than
+one row, `next` passes: the second half of the rows after the first half, in a cache cleared before
+the first (a batch of a long job, mostly cached, some words new). The table gives each
 side's minimum and the median of the paired ratios B / A. Both sides share the process's memory and
 threads, so what differs between them is the code alone, not where a process's tables landed.
 """
