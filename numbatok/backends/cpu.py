@@ -281,8 +281,7 @@ def gather_rows(data, offsets, rows):
     out = np.empty(off[-1], np.uint8)
     for j in range(rows.shape[0]):
         a = offsets[rows[j]]
-        for q in range(off[j + 1] - off[j]):
-            out[off[j] + q] = data[a + q]
+        out[off[j]:off[j + 1]] = data[a:a + off[j + 1] - off[j]]
     return out, off
 
 
@@ -1050,9 +1049,9 @@ def wrap_rows(ids, row_off, pre, post):
         for q in range(pre.shape[0]):
             out[p + q] = pre[q]
         p += pre.shape[0]
-        for q in range(row_off[r], row_off[r + 1]):
-            out[p + q - row_off[r]] = ids[q]
-        p += row_off[r + 1] - row_off[r]
+        m = row_off[r + 1] - row_off[r]
+        out[p:p + m] = ids[row_off[r]:row_off[r + 1]]  # (slices: element loops with signed indices are not vectorized)
+        p += m
         for q in range(post.shape[0]):
             out[p + q] = post[q]
     return out, new_off
