@@ -505,3 +505,30 @@ def test_fetch_add_hands_out_every_item_once():
     got = np.zeros(n, np.int64)
     take(n, np.zeros(1, np.int64), got)
     assert (got == 1).all()
+
+
+def test_word_keys_from_word_loads_equal_the_byte_loop():
+    """`pack_key` reads 8 bytes at a time where 16 bytes lie ahead and a byte at a time near the
+    buffer's end: the same key either way, for words of 1 to 16 key bytes, with and without their
+    virtual space, at every position of a buffer (the last ones take the byte loop)."""
+    from numbatok._numba import cpu_kernel
+    from numbatok.kernels.word_cache import pack_key
+
+    @cpu_kernel
+    def disagreements(data):
+        bad = 0
+        for s in range(data.shape[0]):
+            for virt in range(2):
+                for m in range(1, 17):
+                    e = s + m - virt
+                    if e > data.shape[0]:
+                        continue
+                    h, k0, k1 = pack_key(data, s, e, virt)
+                    near_end = data[:s + 15]  # (fewer than 16 bytes from s on: the byte loop)
+                    if e <= near_end.shape[0]:
+                        h2, j0, j1 = pack_key(near_end, s, e, virt)
+                        bad += h != h2 or k0 != j0 or k1 != j1
+        return bad
+
+    data = np.random.default_rng(0).integers(0, 256, 300).astype(np.uint8)
+    assert disagreements(data) == 0
