@@ -11,7 +11,8 @@
   byte_fallback_ids[256] id of "<0xXX>" tokens, -1 when absent                     (BPE)
   affix                  continuing_subword_prefix then end_of_word_suffix bytes
   params                 n_ids, prefix length, suffix length, flags, unk id, model kind,
-                         max_input_chars_per_word, the longest token's byte length
+                         max_input_chars_per_word, then (WordPiece) the longest piece a token can
+                         match from each first byte: 256 at a word's start, 256 after the prefix
 """
 import numpy as np
 
@@ -20,6 +21,7 @@ from ..kernels.hashing import build_bytes_table, build_pair_table
 BPE = 0
 WORDPIECE = 1
 WORDLEVEL = 2
+PIECE_BOUNDS = 7  # where params' WordPiece bounds start
 
 
 def _space_runs(data, offsets):
@@ -51,7 +53,6 @@ class ModelTables:
         lens = np.array([len(b) if b is not None else 0 for b in id_bytes], dtype=np.int64)
         self.tok_offsets = np.zeros(len(id_bytes) + 1, dtype=np.int64)
         np.cumsum(lens, out=self.tok_offsets[1:])
-        self.longest = int(lens.max(initial=0))  # (WordPiece tries no candidate longer than this)
         self.tok_data = np.frombuffer(b"".join(b for b in id_bytes if b is not None), dtype=np.uint8).copy()
         if self.tok_data.shape[0] == 0:
             self.tok_data = np.zeros(1, np.uint8)
@@ -83,6 +84,18 @@ class ModelTables:
             hit = order[np.maximum(np.searchsorted(keys, pair, side="right", sorter=order) - 1, 0)]
             self.byte_pairs = np.where(keys[hit] == pair, (hit << 32) | m[hit, 2], -1)
         self.unk_id = unk_id
+        self.params = np.array([self.n_ids, self.n_prefix, self.n_suffix, self.flags, self.unk_id, self.kind,
+                                self.max_input_chars_per_word] + [0] * 512, dtype=np.int64)
+        if kind == WORDPIECE:  # (a script the vocabulary barely covers: candidates tried from 1-3 characters, not 20)
+            longest = self.params[PIECE_BOUNDS:]
+            for b in id_bytes:
+                if b:
+                    longest[b[0]] = max(longest[b[0]], len(b))
+                    rest = b[self.n_prefix:]
+                    if self.n_prefix and b.startswith(continuing_subword_prefix) and rest:
+                        longest[256 + rest[0]] = max(longest[256 + rest[0]], len(rest))
+            if not self.n_prefix:
+                longest[256:] = longest[:256]
         self.lead_spaces, self.trail_spaces = _space_runs(self.tok_data, self.tok_offsets)
 
     def set_byte_fallback(self, vocab):
@@ -91,8 +104,6 @@ class ModelTables:
 
     def arrays(self):
         return (self.tok_data, self.tok_offsets, self.vocab_slots, self.merges, self.byte_pairs, self.byte_ids,
-                self.byte_fallback_ids, self.affix,
-                np.array([self.n_ids, self.n_prefix, self.n_suffix, self.flags, self.unk_id, self.kind,
-                          self.max_input_chars_per_word, self.longest], dtype=np.int64))
+                self.byte_fallback_ids, self.affix, self.params)
 
 

@@ -15,14 +15,13 @@ def tokenize(w, n, tok_data, tok_offsets, vocab_slots, affix, params, sym_id, sy
     """Tokens of word w[0:n] into sym_* (spans in word bytes); returns the count. hbuf (int64, n
     entries): scratch for the candidates' hashes.
 
-    A piece's candidates run from the longest a token can match (params[7] bytes, the prefix
-    included) down a character at a time, and their hashes (FNV-1a, as the vocabulary table's)
+    A piece's candidates run from the longest a token starting with its first byte can match
+    (params' piece bounds) down a character at a time, and their hashes (FNV-1a, as the vocabulary table's)
     come from one forward pass over the piece: each candidate costs a probe, not a hash of its
     bytes (a long word that matches nothing, a script the vocabulary lacks, was quadratic)."""
     n_prefix = params[1]
     unk_id = params[4]
     max_chars = params[6]
-    longest = params[7]
     chars = 0
     i = 0
     while i < n:
@@ -37,7 +36,7 @@ def tokenize(w, n, tok_data, tok_offsets, vocab_slots, affix, params, sym_id, sy
     start = 0
     while start < n:
         npre = n_prefix if start > 0 else 0
-        end = start + longest - npre
+        end = start + params[7 + (256 if start > 0 else 0) + w[start]]  # (tables.PIECE_BOUNDS)
         if end >= n:
             end = n
         else:
