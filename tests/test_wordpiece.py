@@ -103,3 +103,23 @@ def test_wordpiece_decoder_options(cleanup):
     ref.decoder = decoders.WordPiece(prefix="##", cleanup=cleanup)
     tok = numbatok.Tokenizer.from_str(ref.to_str(), device="cpu")
     check(tok, ref, ["hello , world ! it ' s a test . don ' t do not", "##ing unaffable", "[CLS] x [SEP]"])
+
+
+@pytest.mark.parametrize("prefix", ["##", "▁", ""])
+def test_candidates_bounded_by_first_byte(prefix):
+    """A piece's longest candidate comes from the tokens that start with its first byte (after the
+    prefix past a word's start): tokens of one to four characters in several scripts, a prefix of
+    two bytes, of one three-byte character, or none; pieces whose first byte starts no token at all."""
+    pieces = ["a", "ab", "abc", "é", "éa", "жж", "ж", "日本", "日", "本語です", "x"]
+    vocab = {"[UNK]": 0}
+    for p in pieces:
+        vocab.setdefault(p, len(vocab))
+        vocab.setdefault(prefix + p, len(vocab))
+    vocab.setdefault(prefix + "abcab", len(vocab))  # (longer after a word's start than at it)
+    vocab.setdefault("жжж", len(vocab))  # (and the other way round)
+    ref = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]", continuing_subword_prefix=prefix))
+    ref.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok = numbatok.Tokenizer.from_str(ref.to_str(), device="cpu")
+    rows = ["abcabcab жжжжж abcabc éaé жжжж 日本語です 本語です日 q aq qa xé ж日 abcd ☃ éé", "", "日本日本日 ababab жéж"]
+    assert [e.ids for e in tok.encode_batch(rows)] == [e.ids for e in ref.encode_batch(rows)]
+    assert tok.encode_ragged(rows).to_list() == [e.ids for e in ref.encode_batch(rows)]
