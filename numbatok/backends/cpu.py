@@ -18,7 +18,7 @@ from ..kernels.utf8 import decode
 from ..normalizers.char_map import UNKNOWN, UNSAFE
 from ..normalizers.unicode_data import NCP
 from ..kernels.word_cache import (INLINE, KEY_BYTES, LONG_BYTES, MAX_IDS, copy_ids, group_meta, hash_long, home,
-                                  key_hash, meta_ids, pack_key, probe, probe_long)
+                                  key_hash, meta_ids, pack_key, probe, probe_long, spilled_ids)
 from .. import unicode_tables
 from ..kernels.lines import load8
 from ..pipeline import compact_word, cut_at, piece_words, row_pieces, row_words, store_tokens, word_tokens
@@ -544,7 +544,8 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
     local[group_tab[g, 0]:group_tab[g, 1]]), or from the model. Chunk c's ids go to
     out[chunk_cap[c]:], room for its worst case; the group tables are what `WordCache.add` takes in
     afterwards (group_new[g]: how many words group g put in its table, at the records of `local`
-    listed in filled[group_tab[g, 0] // 2:]). Chunk c starts at row resume[c, 0], its byte
+    listed in filled[group_tab[g, 0] // 2:], how many of their ids and long keys' bytes the shared
+    table must make room for). Chunk c starts at row resume[c, 0], its byte
     resume[c, 1] and id resume[c, 2] (that row's first id at resume[c, 3]): where `cached_prefix`
     stopped.
 
@@ -580,6 +581,8 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
         tab = local[group_tab[g, 0]:group_tab[g, 1]]
         tab_flat = local.reshape(local.shape[0] * 4)[4 * group_tab[g, 0]:4 * group_tab[g, 1]]
         room = tab.shape[0] // 2
+        spill = 0  # (what `add` will take in: ids that do not fit a record, long keys' bytes)
+        key_bytes = 0
         for _ in range(c_hi - c_lo):
             c = c_lo + fetch_add(claim, 0, 1)  # (the wave's next chunk: a group that finishes early takes more)
             if c >= c_hi:
@@ -701,9 +704,13 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
                             tab[slot, 3] = group_meta(m, k, out, pos)
                             tab[slot, 0] = h
                             room -= 1
+                            spill += spilled_ids(tab[slot, 3])
+                            key_bytes += m if m > KEY_BYTES else 0
                         pos += k
                 row_ntok[r] = pos - start
-        group_new[g] = tab.shape[0] // 2 - room
+        group_new[g, 0] = tab.shape[0] // 2 - room
+        group_new[g, 1] = spill
+        group_new[g, 2] = key_bytes
 
 
 @cpu_kernel(parallel=True)
@@ -999,7 +1006,7 @@ def encode_ids(tok, b, segment=True):
     asc, first4 = _scan_tables(at[4].tobytes())
     if not scan:
         asc = asc[:1]
-    group_new = np.zeros(len(group_chunk) - 1, np.int64)
+    group_new = np.zeros((len(group_chunk) - 1, 3), np.int64)
     filled = np.empty(room // 2, np.int64)
     resume = np.empty((len(chunk_row) - 1, 4), np.int64)
     resume[:, 0] = chunk_row[:-1]
@@ -1023,12 +1030,12 @@ def encode_ids(tok, b, segment=True):
                               filled, resume)
         finally:
             cache.release()
-        if group_new[lo:hi].any():  # (a call whose words are all cached has nothing to add, nor tables to scan)
-            new = np.flatnonzero(group_new[lo:hi]) + lo
+        if group_new[lo:hi, 0].any():  # (a call whose words are all cached has nothing to add, nor tables to scan)
+            new = np.flatnonzero(group_new[lo:hi, 0]) + lo
             base = group_tab[new[0], 0]
-            slots = np.concatenate([filled[group_tab[g, 0] // 2:group_tab[g, 0] // 2 + group_new[g]]
+            slots = np.concatenate([filled[group_tab[g, 0] // 2:group_tab[g, 0] // 2 + group_new[g, 0]]
                                     for g in new]) - base
-            cache.add(local[base:group_tab[new[-1], 1]], slots, out, text)
+            cache.add(local[base:group_tab[new[-1], 1]], slots, out, text, group_new[new].sum(axis=0))
     cache.give_back(spare)  # (every group's table taken in by `add`: empty again)
     ids, row_off = gather_chunks(out, chunk_cap, chunk_row, row_ntok)
     cache.give_back_out(out)

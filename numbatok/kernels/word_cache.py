@@ -558,14 +558,15 @@ class WordCache:
     def __setstate__(self, state):
         self.__init__(**state)
 
-    def add(self, local, slots, out, text):
+    def add(self, local, slots, out, text, counts=None):
         """Takes in the records `slots` of a call's own tables `local` (the records its kernel
         filled: the inserts touch those only, not the empty ones around them; many words go in on
-        every thread, each thread filling its own range of the table)."""
+        every thread, each thread filling its own range of the table). counts: (words, ids, long-key
+        bytes) they may add, as `pending` counts them, when the kernel counted them as it filled them."""
         with self.lock:
             if self.readers:  # another call is reading these records: write a copy
                 self.rec = self.rec.copy()
-            n, ids, kb = pending(local, slots)
+            n, ids, kb = pending(local, slots) if counts is None else (int(c) for c in counts)
             self._reserve(n, ids, kb)  # one resize for the whole wave, not a doubling at a time
             threads = _threads()
             st = self.state
