@@ -413,20 +413,6 @@ def insert_parts(local, slots, out, text, rec, idata, kdata, state, parts):
     return left
 
 
-@cpu_kernel
-def pending(local, slots):
-    """At most how many words, ids and long-key bytes `insert_new` may add from `local` (words that
-    other threads also found are counted once per table)."""
-    ids = 0
-    kb = 0
-    for j in slots:
-        v = local[j, 3]
-        m = np.int64(v & np.uint64(255))
-        ids += spilled_ids(v)
-        kb += m if m > KEY_BYTES else 0
-    return slots.shape[0], ids, kb
-
-
 @cpu_kernel(parallel=True)
 def _zero(rec):
     # np.empty, then zeroed by every thread: the first touch of fresh pages, the costly part of a
@@ -558,15 +544,16 @@ class WordCache:
     def __setstate__(self, state):
         self.__init__(**state)
 
-    def add(self, local, slots, out, text, counts=None):
+    def add(self, local, slots, out, text, counts):
         """Takes in the records `slots` of a call's own tables `local` (the records its kernel
         filled: the inserts touch those only, not the empty ones around them; many words go in on
-        every thread, each thread filling its own range of the table). counts: (words, ids, long-key
-        bytes) they may add, as `pending` counts them, when the kernel counted them as it filled them."""
+        every thread, each thread filling its own range of the table). counts: at most how many
+        words, ids and long-key bytes they add (counted by the kernel as it filled them: words that
+        other threads also found are counted once per table)."""
         with self.lock:
             if self.readers:  # another call is reading these records: write a copy
                 self.rec = self.rec.copy()
-            n, ids, kb = pending(local, slots) if counts is None else (int(c) for c in counts)
+            n, ids, kb = (int(c) for c in counts)
             self._reserve(n, ids, kb)  # one resize for the whole wave, not a doubling at a time
             threads = _threads()
             st = self.state
@@ -576,7 +563,7 @@ class WordCache:
                 d = slots.shape[0]  # (words a range could not take)
                 self._reserve(d, MAX_IDS * d, LONG_BYTES * d)
             left = insert_new(local, slots, out, text, self.rec, self.idata, self.kdata, self.state)
-            while left:  # (not expected: `pending` is an upper bound)
+            while left:  # (not expected: `counts` is an upper bound)
                 self._reserve(left, MAX_IDS * left, LONG_BYTES * left)
                 left = insert_new(local, slots, out, text, self.rec, self.idata, self.kdata, self.state)
 
