@@ -36,7 +36,7 @@ def tokenize(w, n, tok_data, tok_offsets, vocab_slots, affix, params, sym_id, sy
     start = 0
     while start < n:
         npre = n_prefix if start > 0 else 0
-        end = start + params[7 + (256 if start > 0 else 0) + w[start]]  # (tables.PIECE_BOUNDS)
+        end = start + params[7 + (256 if start > 0 else 0) + np.int64(w[start])]  # (tables.PIECE_BOUNDS)
         if end >= n:
             end = n
         else:
