@@ -6,6 +6,7 @@ import numpy as np
 from .._numba import jitable
 from ..kernels.hashing import bytes_lookup_hashed, fnv1a
 from ..kernels.utf8 import char_start_before, seq_len
+from .tables import PIECE_BOUNDS
 
 NAME = "WordPiece"
 
@@ -16,8 +17,8 @@ def tokenize(w, n, tok_data, tok_offsets, vocab_slots, affix, params, sym_id, sy
     entries): scratch for the candidates' hashes.
 
     A piece's candidates run from the longest a token starting with its first byte can match
-    (params' piece bounds) down a character at a time, and their hashes (FNV-1a, as the vocabulary table's)
-    come from one forward pass over the piece: each candidate costs a probe, not a hash of its
+    (params' piece bounds) down a character at a time, and their hashes (FNV-1a, as the vocabulary
+    table's) come from one forward pass over the piece: each candidate costs a probe, not a hash of its
     bytes (a long word that matches nothing, a script the vocabulary lacks, was quadratic)."""
     n_prefix = params[1]
     unk_id = params[4]
@@ -36,7 +37,7 @@ def tokenize(w, n, tok_data, tok_offsets, vocab_slots, affix, params, sym_id, sy
     start = 0
     while start < n:
         npre = n_prefix if start > 0 else 0
-        end = start + params[7 + (256 if start > 0 else 0) + np.int64(w[start])]  # (tables.PIECE_BOUNDS)
+        end = start + params[PIECE_BOUNDS + (256 if start > 0 else 0) + np.int64(w[start])]
         if end >= n:
             end = n
         else:
