@@ -137,8 +137,38 @@ def _ascii_masks():
     return ascii_masks
 
 
+def _atomics():
+    from llvmlite import ir
+    from numba import types
+    from numba.core import cgutils
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def compare_swap(typingctx, arr, idx, old, new):
+        """Atomically sets uint64 arr[idx] to new if it holds old; True if it did (CPU kernels only)."""
+        def codegen(context, builder, sig, args):
+            ary = context.make_array(sig.args[0])(context, builder, args[0])
+            ptr = cgutils.get_item_pointer(context, builder, sig.args[0], ary, [args[1]])
+            res = builder.cmpxchg(ptr, args[2], args[3], "acq_rel", "monotonic")
+            return builder.extract_value(res, 1)
+        return types.boolean(arr, types.int64, types.uint64, types.uint64), codegen
+
+    @intrinsic
+    def store_release(typingctx, arr, idx, val):
+        """uint64 arr[idx] = val, after every store before it (CPU kernels only): a reader that sees
+        val sees what was written before."""
+        def codegen(context, builder, sig, args):
+            ary = context.make_array(sig.args[0])(context, builder, args[0])
+            ptr = cgutils.get_item_pointer(context, builder, sig.args[0], ary, [args[1]])
+            builder.store_atomic(args[2], ptr, "release", 8)
+            return context.get_dummy_value()
+        return types.void(arr, types.int64, types.uint64), codegen
+    return compare_swap, store_release
+
+
 prefetch = _prefetch()
 fetch_add = _fetch_add()
+compare_swap, store_release = _atomics()
 ascii_masks = _ascii_masks()
 CACHE_DIR = _cache_dir()
 

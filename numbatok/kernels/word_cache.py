@@ -24,7 +24,7 @@ import threading
 
 import numpy as np
 
-from .._numba import cpu_kernel, jitable, prange, prefetch
+from .._numba import compare_swap, cpu_kernel, fetch_add, jitable, prange, prefetch, store_release
 from .lines import load8
 
 KEY_BYTES = 16
@@ -233,6 +233,21 @@ def copy_ids(v, idata, out, pos):
 
 
 @jitable
+def _fits24(k, out, p):
+    """The k ids at out[p:] fit the record's other layout: one or two under 2**24 (a vocabulary over 2**16)."""
+    top = 0
+    for q in range(min(k, 2)):
+        top = max(top, out[p + q])
+    return k <= 2 and top < (1 << 24)
+
+
+@jitable
+def _inline24(m, k, out, p):
+    ids = np.uint64(out[p]) | (np.uint64(out[p + 1]) << np.uint64(24) if k == 2 else np.uint64(0))
+    return np.uint64(m) | ((np.uint64(k) | np.uint64(128)) << np.uint64(8)) | (ids << np.uint64(16))
+
+
+@jitable
 def _put(rec, slot, h, k0, k1, v, out, text, idata, ni, kdata, nk):
     """Writes a call's word (record fields h, k0, k1, v as in its own table; its ids in `out` unless the
     record holds them, a long key's bytes in `text`) into empty slot `slot` of the shared table, its
@@ -241,12 +256,8 @@ def _put(rec, slot, h, k0, k1, v, out, text, idata, ni, kdata, nk):
     m = np.int64(v & np.uint64(255))
     if not v & INLINE:  # (else the record holds its ids already: `group_meta`)
         k, p = meta_ids(v)
-        top = 0
-        for q in range(min(k, 2)):
-            top = max(top, out[p + q])
-        if k <= 2 and top < (1 << 24):  # (ids of a vocabulary over 2**16)
-            ids = np.uint64(out[p]) | (np.uint64(out[p + 1]) << np.uint64(24) if k == 2 else np.uint64(0))
-            v = np.uint64(m) | ((np.uint64(k) | np.uint64(128)) << np.uint64(8)) | (ids << np.uint64(16))
+        if _fits24(k, out, p):
+            v = _inline24(m, k, out, p)
         else:
             for q in range(k):
                 idata[ni + q] = out[p + q]
@@ -266,6 +277,63 @@ def _put(rec, slot, h, k0, k1, v, out, text, idata, ni, kdata, nk):
     rec[slot, 3] = v
     rec[slot, 0] = h  # last: a concurrent reader never sees a half-written record
     return ni, nk
+
+
+BUSY = np.uint64(2)  # a slot being written (never a hash: bit 0 of every hash is 1)
+
+
+@jitable
+def insert_word(rec, rec_flat, h, k0, k1, m, s, out, pos, k, idata, kdata, text, state, lim):
+    """Adds a word (key h, k0, k1 of m bytes at text[s:], as `scan_block` keys it; its k ids at out[pos:])
+    to the shared table from inside a parallel loop, while other threads read and add. A slot is
+    claimed by compare-and-swap (0 -> BUSY), filled, then its hash stored last with release order, so a
+    reader sees the whole record or none of it (a word a reader misses meanwhile is only a miss); room
+    for ids and long keys is taken from `state`'s counters (entries, ids, key bytes) with atomic adds,
+    up to lim = (entries, ids, key bytes). A word that does not fit, or that another thread added first,
+    is left out: it stays exact, only uncached."""
+    if fetch_add(state, 0, 1) >= lim[0]:
+        fetch_add(state, 0, -1)
+        return
+    v = group_meta(m, k, out, pos)
+    if not v & INLINE and _fits24(k, out, pos):
+        v = _inline24(m, k, out, pos)
+    elif not v & INLINE:
+        base = fetch_add(state, 1, k)
+        if base + k + 8 > lim[1]:
+            fetch_add(state, 0, -1)
+            return
+        for q in range(k):
+            idata[base + q] = out[pos + q]
+        v = meta(m, k, base)
+    if m > KEY_BYTES:
+        kb = fetch_add(state, 3, m)
+        if kb + m > lim[2]:
+            fetch_add(state, 0, -1)
+            return
+        for q in range(m):
+            kdata[kb + q] = text[s + q]
+        k0 = np.uint64(kb)
+        k1 = np.uint64(0)
+    mask = rec.shape[0] - 1
+    i = home(h, rec.shape[0])
+    while True:
+        r = rec[i, 0]
+        if r == 0:
+            if compare_swap(rec_flat, 4 * i, np.uint64(0), BUSY):
+                rec[i, 1] = k0
+                rec[i, 2] = k1
+                rec[i, 3] = v
+                store_release(rec_flat, 4 * i, h)
+                return
+            continue  # (taken meanwhile: read it again)
+        if r == h and (rec[i, 3] & np.uint64(255)) == np.uint64(m):
+            if m > KEY_BYTES:
+                if _same_long(text, s, 0, m, kdata, np.int64(rec[i, 1]), np.int64(rec[i, 2])):
+                    break
+            elif rec[i, 1] == k0 and rec[i, 2] == k1:
+                break
+        i = (i + 1) & mask
+    fetch_add(state, 0, -1)  # (another thread's copy of the word is in)
 
 
 @cpu_kernel
@@ -525,6 +593,7 @@ class WordCache:
         self.max_entries = max_entries
         self.max_key_bytes = max_key_bytes
         self.readers = 0
+        self.writer = threading.Lock()  # (one call at a time adds words: `add`, or a kernel's `insert_word`)
         self._spare = None  # the tables of an earlier call, empty again (see `scratch`)
         self._spare_out = None  # an earlier call's ids buffer (see `out_buffer`)
         self.clear()
@@ -550,7 +619,7 @@ class WordCache:
         every thread, each thread filling its own range of the table). counts: at most how many
         words, ids and long-key bytes they add (counted by the kernel as it filled them: words that
         other threads also found are counted once per table)."""
-        with self.lock:
+        with self.writer, self.lock:
             if self.readers:  # another call is reading these records: write a copy
                 self.rec = self.rec.copy()
             n, ids, kb = (int(c) for c in counts)
@@ -566,6 +635,28 @@ class WordCache:
             while left:  # (not expected: `counts` is an upper bound)
                 self._reserve(left, MAX_IDS * left, LONG_BYTES * left)
                 left = insert_new(local, slots, out, text, self.rec, self.idata, self.kdata, self.state)
+
+    def open_inserts(self, words, ids, key_bytes):
+        """(records, ids, long keys, state, limits) for a kernel that adds words as it goes
+        (`insert_word`), with room for about that many more words, ids and long-key bytes: the table
+        may fill to 70% before the next call grows it back to half. None when another call is adding
+        words: this call's new words then stay uncached. Close with `close_inserts`."""
+        if not self.writer.acquire(blocking=False):
+            return None
+        with self.lock:
+            if self.readers:  # (a call reading these records holds the ids and keys arrays that go with them)
+                self.rec = self.rec.copy()
+            self._reserve(words, ids, key_bytes)
+            st = self.state
+            lim = np.array([min(st[2], self.rec.shape[0] * 7 // 10), self.idata.shape[0],
+                            min(self.kdata.shape[0], st[4])], np.int64)
+            return self.rec, self.idata, self.kdata, st, lim
+
+    def close_inserts(self, lim):
+        with self.lock:  # (the counters ran past the room where words no longer fit)
+            self.state[1] = min(self.state[1], lim[1])
+            self.state[3] = min(self.state[3], lim[2])
+        self.writer.release()
 
     def scratch(self, n):
         """Empty records for one call's own tables: the spare array when it is free and large enough,
