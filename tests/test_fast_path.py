@@ -237,8 +237,9 @@ def test_first_call_on_other_input_compiles_nothing(name):
     from numbatok.backends import cpu
     tok = numbatok.Tokenizer.from_pretrained(name, device="cpu")
     # (U+1D15E decomposes to a mark that BERT keeps: its row takes the normalizer's passes, not the char map)
-    tok.encode_ragged(["Привет, 世界! naïve", "plain ascii", "", "long é " * 40_000, "\U0001D15E"],
-                      add_special_tokens=False)
+    for _ in range(2):  # (the second call finds its words cached, as a job's later batches do)
+        tok.encode_ragged(["Привет, 世界! naïve", "plain ascii", "", "long é " * 40_000, "\U0001D15E"],
+                          add_special_tokens=False)
     kernels = [v for v in vars(cpu).values() if hasattr(v, "signatures")]
     before = {k: len(k.signatures) for k in kernels}
     for batch in (["only ascii here", "and here"], ["ascii", "日本語"], [b"bytes in", b"\xc3\xa9"],
@@ -367,40 +368,71 @@ def _cached_words(cache):
     return words
 
 
+def _many_new_words():
+    """2,000 rows of 50 words drawn from 30,000 random ones (a fifth of them long keys), and their ids."""
+    rng = np.random.default_rng(3)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyzäöü日本"))
+    words = ["".join(letters[rng.integers(0, len(letters), n)]) for n in rng.integers(1, 40, 30_000)]
+    rows = [" ".join(words[i] for i in pick) for pick in rng.integers(0, len(words), (2_000, 50))]
+    return rows, [e.ids for e in reference_tok("gpt2").encode_batch(rows, add_special_tokens=False)]
+
+
+def _caches_on_two_and_one_threads(monkeypatch, setup):
+    """The cached words (`_cached_words`) after two calls on `_many_new_words`' rows, both exact, on two
+    threads and then on one, `setup(threads)` patching before each; on two threads first."""
+    import numba
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("one thread only")
+    rows, want = _many_new_words()
+    caches = {}
+    old = numba.get_num_threads()
+    try:
+        for threads in (2, 1):
+            numba.set_num_threads(threads)
+            setup(threads)
+            tok = numbatok.Tokenizer.from_pretrained("gpt2", device="cpu")
+            assert tok.encode_ragged(rows, add_special_tokens=False).to_list() == want
+            assert tok.encode_ragged(rows[::-1], add_special_tokens=False).to_list() == want[::-1]
+            caches[threads] = _cached_words(tok._word_cache)
+            assert len(caches[threads]) == len(tok._word_cache)  # (each word once, one that two threads found too)
+            assert not tok._word_cache._spare[:, 0].any()
+    finally:
+        numba.set_num_threads(old)
+    assert len(caches[2]) > 10_000
+    return caches
+
+
+def test_words_added_inside_the_loop_are_the_adds_words(monkeypatch):
+    """`scan_rest` adds new words to the shared table from every thread at once (`insert_word`):
+    exact encodings, and the same words with the same ids as the fused loop's adds on one thread
+    (every word found from its first slot), while the table fills past half and grows between waves."""
+    from numbatok.backends import cpu
+    runs = []
+    spy, prefix_call = cpu.scan_rest, cpu.PREFIX_CALL
+    monkeypatch.setattr(cpu, "scan_rest", lambda *a: runs.append(1) or spy(*a))
+    caches = _caches_on_two_and_one_threads(
+        monkeypatch, lambda threads: monkeypatch.setattr(cpu, "PREFIX_CALL", prefix_call if threads == 2 else 1 << 62))
+    assert len(runs) == 3 + 3  # (three waves a call; the fused path's calls none)
+    assert caches[2] == caches[1]
+
+
 def test_adds_on_every_thread_fill_the_cache_as_one_thread_does(monkeypatch):
     """Many new words go into the shared table on every thread, each filling its own range of slots
     (and a grown table is rehashed the same way): the same words with the same ids as the one-thread
     insert, every word found from its first slot, and the encodings exact."""
-    import numba
+    from numbatok.backends import cpu
     from numbatok.kernels import word_cache as wc
-    if numba.config.NUMBA_NUM_THREADS < 2:
-        pytest.skip("one thread only")
-    rng = np.random.default_rng(3)
-    letters = np.array(list("abcdefghijklmnopqrstuvwxyzäöü日本"))
-    words = ["".join(letters[rng.integers(0, len(letters), n)]) for n in rng.integers(1, 40, 30_000)]  # long keys
-    rows = [" ".join(words[i] for i in pick) for pick in rng.integers(0, len(words), (2_000, 50))]
-    want = [e.ids for e in reference_tok("gpt2").encode_batch(rows, add_special_tokens=False)]
+    monkeypatch.setattr(cpu, "PREFIX_CALL", 1 << 62)  # (the fused loop: `scan_rest` adds its words itself)
     calls = {"insert_parts": 0, "_rehash_parts": 0}
     for name in calls:
         def counted(*a, _f=getattr(wc, name), _n=name):
             calls[_n] += 1
             return _f(*a)
         monkeypatch.setattr(wc, name, counted)
-    caches = {}
-    old = numba.get_num_threads()
-    try:
-        for threads, threshold in ((2, 256), (1, 1 << 40)):
-            numba.set_num_threads(threads)
-            monkeypatch.setattr(wc, "PARALLEL_ADD", threshold)
-            tok = numbatok.Tokenizer.from_pretrained("gpt2", device="cpu")
-            assert tok.encode_ragged(rows, add_special_tokens=False).to_list() == want
-            assert tok.encode_ragged(rows[::-1], add_special_tokens=False).to_list() == want[::-1]
-            caches[threads] = _cached_words(tok._word_cache)
-            assert not tok._word_cache._spare[:, 0].any()
-    finally:
-        numba.set_num_threads(old)
+    caches = _caches_on_two_and_one_threads(
+        monkeypatch, lambda threads: monkeypatch.setattr(wc, "PARALLEL_ADD", 256 if threads == 2 else 1 << 40))
     assert calls["insert_parts"] > 0 and calls["_rehash_parts"] > 0  # (all of them from the first round)
-    assert len(caches[2]) > 10_000 and caches[2] == caches[1]
+    assert caches[2] == caches[1]
 
 
 def test_word_starts_give_the_scanners_words():

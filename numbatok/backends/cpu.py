@@ -3,7 +3,7 @@ import functools
 
 import numpy as np
 
-from .._numba import cpu_kernel, fetch_add, prange, prefetch
+from .._numba import cpu_kernel, fetch_add, jitable, prange, prefetch
 from ..models.bpe import SMALL, merge_byte_heap, merge_byte_word
 from ..pre_tokenizers import GPT2, SPLIT
 from ..pre_tokenizers.splitting import REMOVED
@@ -18,7 +18,8 @@ from ..kernels.utf8 import decode
 from ..normalizers.char_map import UNKNOWN, UNSAFE
 from ..normalizers.unicode_data import NCP
 from ..kernels.word_cache import (INLINE, KEY_BYTES, LONG_BYTES, MAX_IDS, copy_ids, group_meta, hash_long, home,
-                                  key_hash, meta_ids, pack_key, probe, probe_long, spilled_ids)
+                                  insert_word, key_hash, meta_ids, pack_key, probe, probe_long,
+                                  spilled_ids)
 from .. import unicode_tables
 from ..kernels.lines import load8
 from ..pipeline import compact_word, cut_at, piece_words, row_pieces, row_words, store_tokens, word_tokens
@@ -546,8 +547,8 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
     afterwards (group_new[g]: how many words group g put in its table, at the records of `local`
     listed in filled[group_tab[g, 0] // 2:], how many of their ids and long keys' bytes the shared
     table must make room for). Chunk c starts at row resume[c, 0], its byte
-    resume[c, 1] and id resume[c, 2] (that row's first id at resume[c, 3]): where `cached_prefix`
-    stopped.
+    resume[c, 1] and id resume[c, 2] (that row's first id at resume[c, 3]): where `cached_prefix` or
+    `scan_rest` stopped.
 
     Words go in blocks: the spans and keys of up to BLOCK words first (each word's slot in the shared
     table prefetched), then their lookups. With `asc` (GPT-2 pattern, no normalizer, no prefix space)
@@ -713,18 +714,71 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
         group_new[g, 2] = key_bytes
 
 
+@jitable(inline="always")  # (the cached-words loops' hottest code: inlined where LLVM would not)
+def scan_block(text, p, a, b, asc, classes, sp, q, st, rec_flat, n_slots, bs, bm, bkey):
+    """The next BLOCK words (fewer at the row's end) of a GPT-2-pattern row [a, b) from p, into bs (start),
+    bm (length) and bkey (hash, k0, k1; hash 0: a word the cache never holds), each word's first slot
+    prefetched: 64-byte `word_starts` masks where no apostrophe or byte of 128 and up is near (`sp`, the
+    next such byte), `ascii_word` and `match_end` elsewhere. Returns (words, p, sp, q, st)."""
+    nt = text.shape[0]
+    n = 0
+    while n < BLOCK and p < b:
+        if sp < p:
+            sp = next_special(text, p, b)
+        fast = sp > p
+        e = b
+        if fast:
+            e, q, st = next_start(text, p, a, b, q, st)
+            fast = sp > e + 1 or sp >= b
+        k0 = np.uint64(0)
+        k1 = np.uint64(0)
+        j = 0
+        if not fast:
+            e, j, k0, k1 = ascii_word(text, p, b, asc)
+            if e < 0:
+                e = match_end(text, p, a, b, 0, classes)
+                j = 0
+        m = e - p
+        h = np.uint64(0)  # (0: a word the cache never holds)
+        # (the two loads written out here, not `pack_key`'s: calling it, warm passes took 1.06-1.17x)
+        if fast and m <= KEY_BYTES and p + 16 <= nt:
+            k0 = load8(text, p)
+            k1 = load8(text, p + 8)
+            if m < 8:
+                k0 &= ~(ALL_BITS << np.uint64(8 * m))
+                k1 = np.uint64(0)
+            elif m < 16:
+                k1 &= ~(ALL_BITS << np.uint64(8 * (m - 8)))
+            h = key_hash(k0, k1, m)
+        elif j > 0 and m <= KEY_BYTES:
+            h = key_hash(k0, k1, m)
+        elif m <= KEY_BYTES:
+            h, k0, k1 = pack_key(text, p, e, 0)
+        elif m <= LONG_BYTES:
+            h = hash_long(text, p, e, 0)
+        if h != 0:
+            prefetch(rec_flat, 4 * home(h, n_slots))
+        bs[n] = p
+        bm[n] = m
+        bkey[n, 0] = h
+        bkey[n, 1] = k0
+        bkey[n, 2] = k1
+        n += 1
+        p = e
+    return n, p, sp, q, st
+
+
 @cpu_kernel(parallel=True)
 def cached_prefix(text, text_off, chunk_row, chunk_cap, asc, first4, at_data, at_off, at_flags,
                   classes, rec, idata, kdata, out, row_ntok, resume, threads):
     """Every chunk of GPT-2-pattern rows (no normalizer, no prefix space), from its start
     until the first word the shared cache does not hold or the first row that may hold an added token;
-    `encode_ids_chunks` takes over there (resume[c]: row, byte, next id's position, the row's first id's
-    position). One prange iteration per thread, each taking chunks from one counter (a thread with a
+    `scan_rest` (byte-level vocabularies) or `encode_ids_chunks` takes over there (resume[c]: row, byte,
+    next id's position, the row's first id's position). One prange iteration per thread, each taking chunks from one counter (a thread with a
     static share of the chunks waited at the end for the other's). A warm pass is mostly this loop:
     the words found with `word_starts` bit masks, keyed with two loads, their records prefetched BLOCK
     at a time, then probed and copied. Kept apart from the fused loop, whose scanner, model and tables
     leave it short of registers (a lean loop inside it, tried before, was slower)."""
-    nt = text.shape[0]
     rec_flat = rec.reshape(rec.shape[0] * 4)
     n_chunks = chunk_row.shape[0] - 1
     claim = np.zeros(1, np.int64)
@@ -751,50 +805,8 @@ def cached_prefix(text, text_off, chunk_row, chunk_cap, asc, first4, at_data, at
                 sp = a - 1  # the next byte at or after p that `word_starts` cannot judge
                 miss = -1
                 while p < b and miss < 0:
-                    n = 0
-                    while n < BLOCK and p < b:
-                        if sp < p:
-                            sp = next_special(text, p, b)
-                        fast = sp > p
-                        e = b
-                        if fast:
-                            e, q, st = next_start(text, p, a, b, q, st)
-                            fast = sp > e + 1 or sp >= b
-                        k0 = np.uint64(0)
-                        k1 = np.uint64(0)
-                        j = 0
-                        if not fast:
-                            e, j, k0, k1 = ascii_word(text, p, b, asc)
-                            if e < 0:
-                                e = match_end(text, p, a, b, 0, classes)
-                                j = 0
-                        m = e - p
-                        h = np.uint64(0)  # (0: a word the cache never holds)
-                        # (the two loads written out here, not `pack_key`'s: calling it, warm passes took 1.06-1.17x)
-                        if fast and m <= KEY_BYTES and p + 16 <= nt:
-                            k0 = load8(text, p)
-                            k1 = load8(text, p + 8)
-                            if m < 8:
-                                k0 &= ~(ALL_BITS << np.uint64(8 * m))
-                                k1 = np.uint64(0)
-                            elif m < 16:
-                                k1 &= ~(ALL_BITS << np.uint64(8 * (m - 8)))
-                            h = key_hash(k0, k1, m)
-                        elif j > 0 and m <= KEY_BYTES:
-                            h = key_hash(k0, k1, m)
-                        elif m <= KEY_BYTES:
-                            h, k0, k1 = pack_key(text, p, e, 0)
-                        elif m <= LONG_BYTES:
-                            h = hash_long(text, p, e, 0)
-                        if h != 0:
-                            prefetch(rec_flat, 4 * home(h, rec.shape[0]))
-                        bs[n] = p
-                        bm[n] = m
-                        bkey[n, 0] = h
-                        bkey[n, 1] = k0
-                        bkey[n, 2] = k1
-                        n += 1
-                        p = e
+                    n, p, sp, q, st = scan_block(text, p, a, b, asc, classes, sp, q, st, rec_flat, rec.shape[0], bs, bm,
+                                                 bkey)
                     for t in range(n):
                         h, m = bkey[t, 0], bm[t]
                         hit = -1
@@ -811,6 +823,77 @@ def cached_prefix(text, text_off, chunk_row, chunk_cap, asc, first4, at_data, at
                 if miss >= 0:
                     resume[c, 0], resume[c, 1], resume[c, 2], resume[c, 3] = r, miss, pos, start
                     break
+                row_ntok[r] = pos - start
+
+
+@cpu_kernel(parallel=True)
+def scan_rest(c0, c1, text, text_off, chunk_row, asc, first4, at_data, at_off, at_flags, classes, rec, idata, kdata,
+              out, row_ntok, resume, threads, tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids,
+              byte_fallback_ids, affix, params, state, lim):
+    """Chunks c0..c1-1 of GPT-2-pattern rows of a byte-level vocabulary, each from where `cached_prefix`
+    stopped (resume[c]) to its end or to the first row that may hold an added token (resume[c] updated:
+    `encode_ids_chunks` takes over there). Its loop, but a word the shared cache lacks runs the model
+    here and goes into the shared table at once (`insert_word`), where every thread finds it next: no
+    table of the thread's own, no words run once per thread, nothing to take in after the wave.
+    Apart from `cached_prefix`, whose warm passes the model's code made 1.04-1.12x slower."""
+    rec_flat = rec.reshape(rec.shape[0] * 4)
+    n_chunks = c1 - c0
+    claim = np.zeros(1, np.int64)
+    for _t in prange(min(threads, n_chunks)):
+        bs = np.empty(BLOCK, np.int64)
+        bm = np.empty(BLOCK, np.int64)
+        bkey = np.empty((BLOCK, 3), np.uint64)
+        w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf = model_scratch(SCRATCH, 8)
+        for _ in range(n_chunks):
+            c = c0 + fetch_add(claim, 0, 1)
+            if c >= c1:
+                break
+            r0, p0, pos, first_id = resume[c, 0], resume[c, 1], resume[c, 2], resume[c, 3]
+            resume[c, 0] = chunk_row[c + 1]  # (the whole chunk, unless a row below stops it)
+            for r in range(r0, chunk_row[c + 1]):
+                a = text_off[r]
+                b = text_off[r + 1]
+                if holds_token(text, a, b, first4, asc, A_ADDED, at_data, at_off, at_flags):
+                    resume[c, 0], resume[c, 1], resume[c, 2], resume[c, 3] = r, a, pos, pos
+                    break
+                start = pos
+                p = a
+                if r == r0:  # (the row `cached_prefix` stopped in: its words from resume[c, 1] on)
+                    p = p0
+                    start = first_id
+                q = a - 128
+                st = np.uint64(0)
+                sp = a - 1
+                while p < b:
+                    n, p, sp, q, st = scan_block(text, p, a, b, asc, classes, sp, q, st, rec_flat, rec.shape[0], bs, bm,
+                                                 bkey)
+                    for t in range(n):
+                        h, m, ws = bkey[t, 0], bm[t], bs[t]
+                        hit = -1
+                        if h == 0:
+                            pass
+                        elif m <= KEY_BYTES:
+                            hit = probe(rec, h, bkey[t, 1], bkey[t, 2], m)
+                        else:
+                            hit = probe_long(rec, h, m, text, ws, 0, kdata)
+                        if hit >= 0:
+                            pos += copy_ids(rec[hit, 3], idata, out, pos)
+                            continue
+                        if m + 1 > SCRATCH:  # (longer than the scratch: a word with scratch of its own)
+                            k = long_word_ids(text, ws, ws + m, 0, tok_data, tok_offsets, vocab_slots, merges,
+                                              byte_pairs, byte_ids, byte_fallback_ids, affix, params, out, pos)
+                        else:
+                            if m <= LINEAR_BYTES:
+                                k = merge_byte_word(text, ws, ws + m, 0, byte_ids, byte_pairs, merges, params[0],
+                                                    sym_id, new_buf)
+                            else:
+                                k = merge_byte_heap(text, ws, ws + m, 0, byte_ids, byte_pairs, merges, params[0],
+                                                    sym_id, sym_st, nxt, prv, heap)
+                            out[pos:pos + k] = sym_id[:k]
+                        if h != 0 and k <= MAX_IDS:
+                            insert_word(rec, rec_flat, h, bkey[t, 1], bkey[t, 2], m, ws, out, pos, k, idata, kdata,
+                                        text, state, lim)
+                        pos += k
                 row_ntok[r] = pos - start
 
 
@@ -1015,6 +1098,8 @@ def encode_ids(tok, b, segment=True):
     resume[:, 2] = resume[:, 3] = chunk_cap[:-1]
     # (once for all the chunks: per wave, it and the fused loop each waited on their slowest chunk; not for
     # a small call, where one more parallel launch costs more than the loop saves)
+    flags = tok._model.arrays()[8][3]
+    ins = scan and total >= PREFIX_CALL and (flags & 16) != 0 and (flags & 4) == 0  # (byte symbols, merges apply)
     if scan and len(cache) and total >= PREFIX_CALL:
         rec, idata, kdata = cache.snapshot()
         try:
@@ -1022,7 +1107,29 @@ def encode_ids(tok, b, segment=True):
                           idata, kdata, out, row_ntok, resume, threads)
         finally:
             cache.release()
+    rate = 1 / 16  # (new words a byte: a first wave's guess, then three quarters of the last wave's)
     for lo, hi in zip(wave_group[:-1], wave_group[1:]):
+        if ins:  # the wave's rows from where `cached_prefix` stopped, new words added as they are found
+            c0, c1 = int(group_chunk[lo]), int(group_chunk[hi])
+            ends = text_off[chunk_row[c0 + 1:c1 + 1]]
+            left = int((ends - np.where(resume[c0:c1, 0] < chunk_row[c0 + 1:c1 + 1], resume[c0:c1, 1], ends)).sum())
+            est = int(rate * left)
+            room = cache.open_inserts(est, max(8 * est, left // 4), max(4 * est, left // 4))
+            if room is None:  # (another call is adding: this one's new words run the model, uncached)
+                rec, idata, kdata = cache.snapshot()
+                state, lim = np.zeros(5, np.int64), np.zeros(3, np.int64)
+            else:
+                rec, idata, kdata, state, lim = room
+            n_before = int(state[0])
+            try:
+                scan_rest(c0, c1, text, text_off, chunk_row, asc, first4, at[0], at[1], at[3], tok._classes, rec,
+                          idata, kdata, out, row_ntok, resume, threads, *tok._model.arrays(), state, lim)
+            finally:
+                if room is None:
+                    cache.release()
+                else:
+                    cache.close_inserts(lim)
+            rate = 0.75 * (int(state[0]) - n_before) / max(left, 1)
         rec, idata, kdata = cache.snapshot()
         try:
             encode_ids_chunks(lo, hi, group_chunk, text, text_off, pb, pk, row_piece, tok._norm is not None,
