@@ -408,10 +408,9 @@ def test_words_added_inside_the_loop_are_the_adds_words(monkeypatch):
     (every word found from its first slot), while the table fills past half and grows between waves."""
     from numbatok.backends import cpu
     runs = []
-    spy, prefix_call = cpu.scan_rest, cpu.PREFIX_CALL
+    spy = cpu.scan_rest
     monkeypatch.setattr(cpu, "scan_rest", lambda *a: runs.append(1) or spy(*a))
-    caches = _caches_on_two_and_one_threads(
-        monkeypatch, lambda threads: monkeypatch.setattr(cpu, "PREFIX_CALL", prefix_call if threads == 2 else 1 << 62))
+    caches = _caches_on_two_and_one_threads(monkeypatch, lambda threads: monkeypatch.setattr(cpu, "ADD_IN_LOOP", threads == 2))
     assert len(runs) == 3 + 3  # (three waves a call; the fused path's calls none)
     assert caches[2] == caches[1]
 
@@ -422,7 +421,7 @@ def test_adds_on_every_thread_fill_the_cache_as_one_thread_does(monkeypatch):
     insert, every word found from its first slot, and the encodings exact."""
     from numbatok.backends import cpu
     from numbatok.kernels import word_cache as wc
-    monkeypatch.setattr(cpu, "PREFIX_CALL", 1 << 62)  # (the fused loop: `scan_rest` adds its words itself)
+    monkeypatch.setattr(cpu, "ADD_IN_LOOP", False)  # (the fused loop's adds: `scan_rest` adds its words itself)
     calls = {"insert_parts": 0, "_rehash_parts": 0}
     for name in calls:
         def counted(*a, _f=getattr(wc, name), _n=name):
@@ -494,9 +493,12 @@ def test_a_warm_call_is_the_cached_words_loop(name, docs, monkeypatch):
         left.append(int((resume[:, 0] < chunk_row[1:]).sum()))
         return fused(*args)
 
+    prefix = []
+    cached_prefix = cpu.cached_prefix
     monkeypatch.setattr(cpu, "encode_ids_chunks", spy)
+    monkeypatch.setattr(cpu, "cached_prefix", lambda *a: prefix.append(1) or cached_prefix(*a))
     assert tok.encode_ragged(rows, add_special_tokens=False).to_list() == want
-    assert left and not any(left)
+    assert prefix and not any(left)  # (the fused loop launched with no row left, or, after `scan_rest`, not at all)
 
 
 def test_one_byte_classes_agree_with_the_vector_masks():

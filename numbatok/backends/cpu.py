@@ -898,6 +898,7 @@ def scan_rest(c0, c1, text, text_off, chunk_row, asc, first4, at_data, at_off, a
 
 
 SMALL_CALL = 1 << 18
+ADD_IN_LOOP = True  # `scan_rest` for GPT-2-pattern rows of byte-level vocabularies (off: the fused loop's adds)
 PREFIX_CALL = 1 << 16
 
 
@@ -1099,7 +1100,7 @@ def encode_ids(tok, b, segment=True):
     # (once for all the chunks: per wave, it and the fused loop each waited on their slowest chunk; not for
     # a small call, where one more parallel launch costs more than the loop saves)
     flags = tok._model.arrays()[8][3]
-    ins = scan and total >= PREFIX_CALL and (flags & 16) != 0 and (flags & 4) == 0  # (byte symbols, merges apply)
+    ins = ADD_IN_LOOP and scan and (flags & 16) != 0 and (flags & 4) == 0  # (byte symbols, merges apply)
     if scan and len(cache) and total >= PREFIX_CALL:
         rec, idata, kdata = cache.snapshot()
         try:
@@ -1130,6 +1131,8 @@ def encode_ids(tok, b, segment=True):
                 else:
                     cache.close_inserts(lim)
             rate = 0.75 * (int(state[0]) - n_before) / max(left, 1)
+            if not (resume[c0:c1, 0] < chunk_row[c0 + 1:c1 + 1]).any():
+                continue  # (no row of the wave left to the fused loop: no launch)
         rec, idata, kdata = cache.snapshot()
         try:
             encode_ids_chunks(lo, hi, group_chunk, text, text_off, pb, pk, row_piece, tok._norm is not None,
