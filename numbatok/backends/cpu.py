@@ -915,9 +915,10 @@ def plan_chunks(text_off, threads, prefix):
     the words it tokenized, records group_tab[g, 0] to group_tab[g, 1] - 1 of the call's scratch (at
     most half full, small enough to stay in cache): a word new to the wave runs the model once per
     thread that meets it, not once per chunk. The waves share the same records: `add` takes in (and
-    empties) a wave's tables before the next starts. A call under SMALL_CALL bytes is one wave of
-    smaller chunks: waves of a few chunks left threads idle, and a wave's launch costs more than the
-    model runs it saves there."""
+    empties) a wave's tables before the next starts (`scan_rest`, which adds its words as it goes,
+    keeps the waves to size the shared table's room for each). A call under SMALL_CALL bytes is one
+    wave of smaller chunks: waves of a few chunks left threads idle, and a wave's launch costs more
+    than the model runs it saves there."""
     n = text_off.shape[0] - 1
     total = text_off[n] - text_off[0]
     small = total < SMALL_CALL
