@@ -3,13 +3,12 @@
 # then the GPT-2 throughput and latency table (numbatok cuda and cpu, gigatoken and fastokens when
 # installed; big.txt paragraphs x4; ids checked against `tokenizers` first), each configuration in a
 # fresh process, then files -> token shards (`preprocess` of a .jsonl file against gigatoken fed the
-# same file), then a profile of the GPU path's stages, the GPU path's cold start, and a first pass with
-# the word cache's inserts on one thread against on all.
+# same file), then a profile of the GPU path's stages and the GPU path's cold start.
 # The corpus is looked for in $NUMBATOK_CORPUS, ../shared/corpus, then .device-carry/corpus. Peer wheels
 # (gigatoken, awkward, fastokens, snaptokens, tokie) in $NUMBATOK_WHEELS or .whl are installed into a
 # temporary folder first.
 # Budget: about 3 minutes on an H200 machine with the kernels cached, 5 at most (hard limits: 85 s of
-# tests, 100 s of benchmark, 35 s of preprocess, 30 s of profile, 25 s of cold start, 25 s of inserts;
+# tests, 100 s of benchmark, 35 s of preprocess, 30 s of profile, 25 s of cold start;
 # each benchmark prints a configuration as it finishes, most important first).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +38,4 @@ rc=$(( rc || $? ))
 timeout 30 python3 benchmarks/gpu_profile.py
 rc=$(( rc || $? ))
 timeout 25 python3 benchmarks/edge_cases.py --cold-start-only cuda
-rc=$(( rc || $? ))
-timeout 25 python3 benchmarks/first_pass_adds.py --rounds 5
 exit $(( rc || $? ))

@@ -17,9 +17,8 @@ from ..kernels.dedup import distinct_words, word_hashes
 from ..kernels.utf8 import decode
 from ..normalizers.char_map import UNKNOWN, UNSAFE
 from ..normalizers.unicode_data import NCP
-from ..kernels.word_cache import (INLINE, KEY_BYTES, LONG_BYTES, MAX_IDS, copy_ids, group_meta, hash_long, home,
-                                  insert_word, key_hash, meta_ids, pack_key, probe, probe_long,
-                                  spilled_ids)
+from ..kernels.word_cache import (KEY_BYTES, LONG_BYTES, MAX_IDS, copy_ids, hash_long, home, insert_word, key_hash,
+                                  pack_key, probe, probe_long)
 from .. import unicode_tables
 from ..kernels.lines import load8
 from ..pipeline import compact_word, cut_at, piece_words, row_pieces, row_words, store_tokens, word_tokens
@@ -533,22 +532,17 @@ def long_word_ids(data, s, e, virt, tok_data, tok_offsets, vocab_slots, merges, 
 
 @cpu_kernel(parallel=True)
 def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece, normalized, chunk_row, chunk_cap,
-                      group_tab, pt_kind, pt_prefix, classes, asc, first4, at_data, at_off, at_ids, at_flags, at_first,
+                      pt_kind, pt_prefix, classes, asc, first4, at_data, at_off, at_ids, at_flags, at_first,
                       tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
-                      byte_ids, byte_fallback_ids, affix, params, rec, idata, kdata, local, out, row_ntok,
-                      group_new, filled, resume):
+                      byte_ids, byte_fallback_ids, affix, params, rec, idata, kdata, out, row_ntok, resume, state, lim):
     """One prange iteration per group g_lo..g_hi-1 of a wave, each taking the wave's chunks
     (group_chunk[g_lo] to group_chunk[g_hi] - 1; rows chunk_row[c] to chunk_row[c + 1] - 1 in chunk c)
     from one counter until none is left, so that no thread waits at the wave's end while another
     still has chunks of its own to do: pre-tokenize a row, then each word's ids come from the shared
-    cache (`rec`/`idata`, read-only here), from the words this group already tokenized (its own table,
-    local[group_tab[g, 0]:group_tab[g, 1]]), or from the model. Chunk c's ids go to
-    out[chunk_cap[c]:], room for its worst case; the group tables are what `WordCache.add` takes in
-    afterwards (group_new[g]: how many words group g put in its table, at the records of `local`
-    listed in filled[group_tab[g, 0] // 2:], how many of their ids and long keys' bytes the shared
-    table must make room for). Chunk c starts at row resume[c, 0], its byte
-    resume[c, 1] and id resume[c, 2] (that row's first id at resume[c, 3]): where `cached_prefix` or
-    `scan_rest` stopped.
+    cache (`rec`/`idata`) or from the model, a new word going into the shared table at once
+    (`insert_word`, within `state`/`lim`, as in `scan_rest`). Chunk c's ids go to out[chunk_cap[c]:],
+    room for its worst case. Chunk c starts at row resume[c, 0], its byte resume[c, 1] and id
+    resume[c, 2] (that row's first id at resume[c, 3]): where `cached_prefix` or `scan_rest` stopped.
 
     Words go in blocks: the spans and keys of up to BLOCK words first (each word's slot in the shared
     table prefetched), then their lookups. With `asc` (GPT-2 pattern, no normalizer, no prefix space)
@@ -557,15 +551,13 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
     bytewise = (params[3] & 16) != 0 and (params[3] & 4) == 0  # every byte a symbol, merges always apply
     fused = asc.shape[0] == 256
     rec_flat = rec.reshape(rec.shape[0] * 4)
-    first_wave = g_lo == 0
     c_lo = group_chunk[g_lo]
     c_hi = group_chunk[g_hi]
     claim = np.zeros(1, np.int64)
     longest = 1  # (the wave's longest row: any of its chunks may fall to any group)
     for r in range(chunk_row[c_lo], chunk_row[c_hi]):
         longest = max(longest, text_off[r + 1] - text_off[r])
-    for gi in prange(g_hi - g_lo):
-        g = g_lo + gi
+    for _g in prange(g_hi - g_lo):
         wcap = longest + 1 if pt_prefix == 0 else 2 * longest + 2
         ws = np.empty(wcap, np.int64)
         we = np.empty(wcap, np.int64)
@@ -579,11 +571,6 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
         # (allocated once: scratch reassigned inside the loop made every model call count references
         # to all ten arrays, a tenth of a WordPiece first pass)
         w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf = model_scratch(SCRATCH, extra)
-        tab = local[group_tab[g, 0]:group_tab[g, 1]]
-        tab_flat = local.reshape(local.shape[0] * 4)[4 * group_tab[g, 0]:4 * group_tab[g, 1]]
-        room = tab.shape[0] // 2
-        spill = 0  # (what `add` will take in: ids that do not fit a record, long keys' bytes)
-        key_bytes = 0
         for _ in range(c_hi - c_lo):
             c = c_lo + fetch_add(claim, 0, 1)  # (the wave's next chunk: a group that finishes early takes more)
             if c >= c_hi:
@@ -639,8 +626,6 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
                             else:  # a long key is the word itself: (position in text, virtual space)
                                 h, k0, k1 = hash_long(text, s, e, v), np.uint64(s), np.uint64(v)
                             prefetch(rec_flat, 4 * home(h, rec.shape[0]))
-                            if first_wave:  # (its words mostly miss the shared table: the group's is probed next)
-                                prefetch(tab_flat, 4 * home(h, tab.shape[0]))
                         bs[n] = s
                         be[n] = e
                         bv[n] = v
@@ -658,7 +643,6 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
                             continue
                         s, e, v, h, k0, k1 = bs[t], be[t], bv[t], bkey[t, 0], bkey[t, 1], bkey[t, 2]
                         m = e - s + v
-                        slot = np.int64(0)
                         if m <= LONG_BYTES:
                             if m <= KEY_BYTES:
                                 hit = probe(rec, h, k0, k1, m)
@@ -666,20 +650,6 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
                                 hit = probe_long(rec, h, m, text, s, v, kdata)
                             if hit >= 0:
                                 pos += copy_ids(rec[hit, 3], idata, out, pos)
-                                continue
-                            if m <= KEY_BYTES:
-                                slot = probe(tab, h, k0, k1, m)
-                            else:
-                                slot = probe_long(tab, h, m, text, s, v, text)
-                            if slot >= 0:
-                                mv = tab[slot, 3]
-                                if mv & INLINE:
-                                    pos += copy_ids(mv, idata, out, pos)
-                                    continue
-                                k, p0 = meta_ids(mv)
-                                for q in range(k):
-                                    out[pos + q] = out[p0 + q]
-                                pos += k
                                 continue
                         if m + 1 > SCRATCH:  # (longer than the group's scratch: a word with scratch of its own)
                             k = long_word_ids(text, s, e, v, tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
@@ -697,21 +667,10 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
                                                 w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf)
                             for q in range(k):
                                 out[pos + q] = sym_id[q]
-                        if m <= LONG_BYTES and room > 0 and k <= MAX_IDS:
-                            slot = -slot - 1
-                            filled[group_tab[g, 0] // 2 + tab.shape[0] // 2 - room] = group_tab[g, 0] + slot
-                            tab[slot, 1] = k0
-                            tab[slot, 2] = k1
-                            tab[slot, 3] = group_meta(m, k, out, pos)
-                            tab[slot, 0] = h
-                            room -= 1
-                            spill += spilled_ids(tab[slot, 3])
-                            key_bytes += m if m > KEY_BYTES else 0
+                        if m <= LONG_BYTES and k <= MAX_IDS:
+                            insert_word(rec, rec_flat, h, k0, k1, m, s, v, out, pos, k, idata, kdata, text, state, lim)
                         pos += k
                 row_ntok[r] = pos - start
-        group_new[g, 0] = tab.shape[0] // 2 - room
-        group_new[g, 1] = spill
-        group_new[g, 2] = key_bytes
 
 
 @jitable(inline="always")  # (the cached-words loops' hottest code: inlined where LLVM would not)
@@ -774,11 +733,12 @@ def cached_prefix(text, text_off, chunk_row, chunk_cap, asc, first4, at_data, at
     """Every chunk of GPT-2-pattern rows (no normalizer, no prefix space), from its start
     until the first word the shared cache does not hold or the first row that may hold an added token;
     `scan_rest` (byte-level vocabularies) or `encode_ids_chunks` takes over there (resume[c]: row, byte,
-    next id's position, the row's first id's position). One prange iteration per thread, each taking chunks from one counter (a thread with a
-    static share of the chunks waited at the end for the other's). A warm pass is mostly this loop:
-    the words found with `word_starts` bit masks, keyed with two loads, their records prefetched BLOCK
-    at a time, then probed and copied. Kept apart from the fused loop, whose scanner, model and tables
-    leave it short of registers (a lean loop inside it, tried before, was slower)."""
+    next id's position, the row's first id's position). One prange iteration per thread, each taking
+    chunks from one counter (a thread with a static share of the chunks waited at the end for the
+    other's). A warm pass is mostly this loop: the words found with `word_starts` bit masks, keyed
+    with two loads, their records prefetched BLOCK at a time, then probed and copied. Kept apart from
+    the fused loop, whose scanner and model leave it short of registers (a lean loop inside it, tried
+    before, was slower)."""
     rec_flat = rec.reshape(rec.shape[0] * 4)
     n_chunks = chunk_row.shape[0] - 1
     claim = np.zeros(1, np.int64)
@@ -833,8 +793,7 @@ def scan_rest(c0, c1, text, text_off, chunk_row, asc, first4, at_data, at_off, a
     """Chunks c0..c1-1 of GPT-2-pattern rows of a byte-level vocabulary, each from where `cached_prefix`
     stopped (resume[c]) to its end or to the first row that may hold an added token (resume[c] updated:
     `encode_ids_chunks` takes over there). Its loop, but a word the shared cache lacks runs the model
-    here and goes into the shared table at once (`insert_word`), where every thread finds it next: no
-    table of the thread's own, no words run once per thread, nothing to take in after the wave.
+    here and goes into the shared table at once (`insert_word`), where every thread finds it next.
     Apart from `cached_prefix`, whose warm passes the model's code made 1.04-1.12x slower."""
     rec_flat = rec.reshape(rec.shape[0] * 4)
     n_chunks = c1 - c0
@@ -891,14 +850,14 @@ def scan_rest(c0, c1, text, text_off, chunk_row, asc, first4, at_data, at_off, a
                                                     sym_id, sym_st, nxt, prv, heap)
                             out[pos:pos + k] = sym_id[:k]
                         if h != 0 and k <= MAX_IDS:
-                            insert_word(rec, rec_flat, h, bkey[t, 1], bkey[t, 2], m, ws, out, pos, k, idata, kdata,
-                                        text, state, lim)
+                            insert_word(rec, rec_flat, h, bkey[t, 1], bkey[t, 2], m, ws, 0, out, pos, k, idata,
+                                        kdata, text, state, lim)
                         pos += k
                 row_ntok[r] = pos - start
 
 
 SMALL_CALL = 1 << 18
-ADD_IN_LOOP = True  # `scan_rest` for GPT-2-pattern rows of byte-level vocabularies (off: the fused loop's adds)
+SCAN_REST = True  # `scan_rest` for GPT-2-pattern rows of byte-level vocabularies (off: the fused loop for them too)
 PREFIX_CALL = 1 << 16
 
 
@@ -908,17 +867,12 @@ def plan_chunks(text_off, threads, prefix):
     small call's time). Chunks of whole rows, about 1/8 of a thread's share of the bytes each (16 KB
     at least), so that uneven rows balance: rows chunk_row[c] to chunk_row[c + 1] - 1, their
     worst-case ids from chunk_cap[c] on. Waves of 1, 2, then the rest of the chunks per thread: the
-    first waves fill the shared cache with the frequent words, so later chunks do not each run the
-    model on them again. Within a wave each thread is a group (group g sized for chunks
-    group_chunk[g] to group_chunk[g + 1] - 1, though it takes whichever of the wave's chunks are
-    left when it is free; wave w: groups wave_group[w] to wave_group[w + 1] - 1) with one table of
-    the words it tokenized, records group_tab[g, 0] to group_tab[g, 1] - 1 of the call's scratch (at
-    most half full, small enough to stay in cache): a word new to the wave runs the model once per
-    thread that meets it, not once per chunk. The waves share the same records: `add` takes in (and
-    empties) a wave's tables before the next starts (`scan_rest`, which adds its words as it goes,
-    keeps the waves to size the shared table's room for each). A call under SMALL_CALL bytes is one
-    wave of smaller chunks: waves of a few chunks left threads idle, and a wave's launch costs more
-    than the model runs it saves there."""
+    first waves' new words tell how much room the shared table needs for the rest (the loops add
+    words as they go, within the room reserved before each wave). Within a wave each thread is a
+    group (group g sized for chunks group_chunk[g] to group_chunk[g + 1] - 1, though it takes
+    whichever of the wave's chunks are left when it is free; wave w: groups wave_group[w] to
+    wave_group[w + 1] - 1). A call under SMALL_CALL bytes is one wave of smaller chunks: waves of a
+    few chunks left threads idle there."""
     n = text_off.shape[0] - 1
     total = text_off[n] - text_off[0]
     small = total < SMALL_CALL
@@ -964,19 +918,7 @@ def plan_chunks(text_off, threads, prefix):
                 ng += 1
         wave_group[w + 1] = ng - 1
     group_chunk = group_chunk[:ng].copy()
-    group_tab = np.empty((ng - 1, 2), np.int64)
-    for w in range(nw):
-        end = 0
-        for g in range(wave_group[w], wave_group[w + 1]):
-            nbytes = text_off[chunk_row[group_chunk[g + 1]]] - text_off[chunk_row[group_chunk[g]]]
-            want = min(nbytes // 8 + 64, 1 << 16)  # (a first wave's words are mostly new)
-            size = 2
-            while size < want:
-                size *= 2
-            group_tab[g, 0] = end
-            end += size
-            group_tab[g, 1] = end
-    return chunk_row, chunk_cap, group_chunk, wave_group, group_tab
+    return chunk_row, chunk_cap, group_chunk, wave_group
 
 
 @cpu_kernel(parallel=True)
@@ -1081,19 +1023,14 @@ def encode_ids(tok, b, segment=True):
         text, pb, pk, row_piece = normalize_rows_ids(tok._norm, data, offsets, at, tok._classes)
         text_off = pb[row_piece]
     text, text_off = _readonly(text), _readonly(text_off)  # one compiled specialization for every input
-    chunk_row, chunk_cap, group_chunk, wave_group, group_tab = plan_chunks(text_off, threads, pt.add_prefix_space)
-    room = int(group_tab[:, 1].max(initial=0))
+    chunk_row, chunk_cap, group_chunk, wave_group = plan_chunks(text_off, threads, pt.add_prefix_space)
     cache = tok._word_cache
-    spare = cache.scratch(room)
-    local = spare[:room]
     out = cache.out_buffer(int(chunk_cap[-1]))
     row_ntok = np.zeros(n, np.int64)
     scan = tok._norm is None and prog[0] == 1 and prog[1] == GPT2 and not pt.add_prefix_space
     asc, first4 = _scan_tables(at[4].tobytes())
     if not scan:
         asc = asc[:1]
-    group_new = np.zeros((len(group_chunk) - 1, 3), np.int64)
-    filled = np.empty(room // 2, np.int64)
     resume = np.empty((len(chunk_row) - 1, 4), np.int64)
     resume[:, 0] = chunk_row[:-1]
     resume[:, 1] = text_off[chunk_row[:-1]]
@@ -1101,7 +1038,7 @@ def encode_ids(tok, b, segment=True):
     # (once for all the chunks: per wave, it and the fused loop each waited on their slowest chunk; not for
     # a small call, where one more parallel launch costs more than the loop saves)
     flags = tok._model.arrays()[8][3]
-    ins = ADD_IN_LOOP and scan and (flags & 16) != 0 and (flags & 4) == 0  # (byte symbols, merges apply)
+    ins = SCAN_REST and scan and (flags & 16) != 0 and (flags & 4) == 0  # (byte symbols, merges apply)
     if scan and len(cache) and total >= PREFIX_CALL:
         rec, idata, kdata = cache.snapshot()
         try:
@@ -1111,44 +1048,35 @@ def encode_ids(tok, b, segment=True):
             cache.release()
     rate = 1 / 16  # (new words a byte: a first wave's guess, then three quarters of the last wave's)
     for lo, hi in zip(wave_group[:-1], wave_group[1:]):
-        if ins:  # the wave's rows from where `cached_prefix` stopped, new words added as they are found
-            c0, c1 = int(group_chunk[lo]), int(group_chunk[hi])
-            ends = text_off[chunk_row[c0 + 1:c1 + 1]]
-            left = int((ends - np.where(resume[c0:c1, 0] < chunk_row[c0 + 1:c1 + 1], resume[c0:c1, 1], ends)).sum())
-            est = int(rate * left)
-            room = cache.open_inserts(est, max(8 * est, left // 4), max(4 * est, left // 4))
-            if room is None:  # (another call is adding: this one's new words run the model, uncached)
-                rec, idata, kdata = cache.snapshot()
-                state, lim = np.zeros(5, np.int64), np.zeros(3, np.int64)
-            else:
-                rec, idata, kdata, state, lim = room
-            n_before = int(state[0])
-            try:
+        # the wave's rows from where `cached_prefix` stopped, new words added to the shared table as they are found
+        c0, c1 = int(group_chunk[lo]), int(group_chunk[hi])
+        ends = text_off[chunk_row[c0 + 1:c1 + 1]]
+        todo = resume[c0:c1, 0] < chunk_row[c0 + 1:c1 + 1]
+        if not todo.any():  # (`cached_prefix` did the whole wave)
+            continue
+        left = int((ends - np.where(todo, resume[c0:c1, 1], ends)).sum())
+        est = int(rate * left)
+        room = cache.open_inserts(est, max(8 * est, left // 4), max(4 * est, left // 4))
+        if room is None:  # (another call is adding: this one's new words run the model, uncached)
+            rec, idata, kdata = cache.snapshot()
+            state, lim = np.zeros(5, np.int64), np.zeros(3, np.int64)
+        else:
+            rec, idata, kdata, state, lim = room
+        n_before = int(state[0])
+        try:
+            if ins:
                 scan_rest(c0, c1, text, text_off, chunk_row, asc, first4, at[0], at[1], at[3], tok._classes, rec,
                           idata, kdata, out, row_ntok, resume, threads, *tok._model.arrays(), state, lim)
-            finally:
-                if room is None:
-                    cache.release()
-                else:
-                    cache.close_inserts(lim)
-            rate = 0.75 * (int(state[0]) - n_before) / max(left, 1)
-            if not (resume[c0:c1, 0] < chunk_row[c0 + 1:c1 + 1]).any():
-                continue  # (no row of the wave left to the fused loop: no launch)
-        rec, idata, kdata = cache.snapshot()
-        try:
-            encode_ids_chunks(lo, hi, group_chunk, text, text_off, pb, pk, row_piece, tok._norm is not None,
-                              chunk_row, chunk_cap, group_tab, prog, pt.add_prefix_space, tok._classes, asc,
-                              first4, *at, *tok._model.arrays(), rec, idata, kdata, local, out, row_ntok, group_new,
-                              filled, resume)
+            if not ins or (resume[c0:c1, 0] < chunk_row[c0 + 1:c1 + 1]).any():  # (rows left to the fused loop)
+                encode_ids_chunks(lo, hi, group_chunk, text, text_off, pb, pk, row_piece, tok._norm is not None,
+                                  chunk_row, chunk_cap, prog, pt.add_prefix_space, tok._classes, asc, first4, *at,
+                                  *tok._model.arrays(), rec, idata, kdata, out, row_ntok, resume, state, lim)
         finally:
-            cache.release()
-        if group_new[lo:hi, 0].any():  # (a call whose words are all cached has nothing to add, nor tables to scan)
-            new = np.flatnonzero(group_new[lo:hi, 0]) + lo
-            base = group_tab[new[0], 0]
-            slots = np.concatenate([filled[group_tab[g, 0] // 2:group_tab[g, 0] // 2 + group_new[g, 0]]
-                                    for g in new]) - base
-            cache.add(local[base:group_tab[new[-1], 1]], slots, out, text, group_new[new].sum(axis=0))
-    cache.give_back(spare)  # (every group's table taken in by `add`: empty again)
+            if room is None:
+                cache.release()
+            else:
+                cache.close_inserts(lim)
+        rate = 0.75 * (int(state[0]) - n_before) / max(left, 1)
     ids, row_off = gather_chunks(out, chunk_cap, chunk_row, row_ntok)
     cache.give_back_out(out)
     return ids, row_off

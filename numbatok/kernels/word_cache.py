@@ -14,17 +14,15 @@ in place of the offset, with bit 15 set: 16 bits each with bit 14 set as well, e
 Longer words, up to LONG_BYTES (CJK runs and code identifiers are often longer than 16 bytes), keep
 their bytes outside the record and are compared byte by byte once hash and length match:
     hash | 1,  key bytes offset,  virtual space flag,  length | n_ids << 8 | ids offset << 16
-The same records serve the tables of the words new to one call, one per thread and wave (ids
-offset = where the word's ids were first written in that call's output; a long key's bytes are the
-word in the call's text), and the shared table (ids offset into `idata`; a long key's bytes,
-virtual space included, in `kdata`).
+(ids offset into `idata`; a long key's bytes, virtual space included, in `kdata`). The loops add a
+new word as soon as they have its ids (`insert_word`), from every thread at once.
 """
 import mmap
 import threading
 
 import numpy as np
 
-from .._numba import compare_swap, cpu_kernel, fetch_add, jitable, prange, prefetch, store_release
+from .._numba import compare_swap, cpu_kernel, fetch_add, jitable, prange, store_release
 from .lines import load8
 
 KEY_BYTES = 16
@@ -167,23 +165,9 @@ def meta(m, n_ids, off):
 
 
 @jitable
-def meta_ids(v):
-    """(n_ids, ids offset) of a record's last word (a record without inline ids)."""
-    return np.int64((v >> np.uint64(8)) & np.uint64(127)), np.int64(v >> np.uint64(16))
-
-
-@jitable
-def spilled_ids(v):
-    """How many ids a call's table record puts in `idata` when taken in: none when it holds them itself
-    (the shared table's INLINE layout), else its count."""
-    return np.int64(0) if v & INLINE else np.int64((v >> np.uint64(8)) & np.uint64(127))
-
-
-@jitable
-def group_meta(m, k, out, pos):
-    """The last word of a call's own table record for a word of m bytes whose k ids are at out[pos:]:
-    up to three ids under 2**16 held in the record itself (the shared table's layout, so a later hit
-    reads no earlier output and `add` takes the record in as it is), else where they are in `out`."""
+def inline_meta(m, k, out, pos):
+    """The last word of a record for a word of m bytes whose k ids are at out[pos:], when it can hold
+    them itself: up to three under 2**16; else meta(m, k, pos), which `insert_word` replaces."""
     top = 0
     for q in range(min(k, 3)):
         top = max(top, out[pos + q])
@@ -247,44 +231,13 @@ def _inline24(m, k, out, p):
     return np.uint64(m) | ((np.uint64(k) | np.uint64(128)) << np.uint64(8)) | (ids << np.uint64(16))
 
 
-@jitable
-def _put(rec, slot, h, k0, k1, v, out, text, idata, ni, kdata, nk):
-    """Writes a call's word (record fields h, k0, k1, v as in its own table; its ids in `out` unless the
-    record holds them, a long key's bytes in `text`) into empty slot `slot` of the shared table, its
-    ids at idata[ni:] and a long key's bytes at kdata[nk:] where they do not fit the record. Returns
-    the new (ni, nk)."""
-    m = np.int64(v & np.uint64(255))
-    if not v & INLINE:  # (else the record holds its ids already: `group_meta`)
-        k, p = meta_ids(v)
-        if _fits24(k, out, p):
-            v = _inline24(m, k, out, p)
-        else:
-            for q in range(k):
-                idata[ni + q] = out[p + q]
-            v = meta(m, k, ni)
-            ni += k
-    if m > KEY_BYTES:  # the key's model-space bytes, virtual space included
-        s = np.int64(k0)
-        if k1:
-            kdata[nk] = 32
-        for q in range(m - np.int64(k1)):
-            kdata[nk + np.int64(k1) + q] = text[s + q]
-        k0 = np.uint64(nk)
-        k1 = np.uint64(0)
-        nk += m
-    rec[slot, 1] = k0
-    rec[slot, 2] = k1
-    rec[slot, 3] = v
-    rec[slot, 0] = h  # last: a concurrent reader never sees a half-written record
-    return ni, nk
-
-
 BUSY = np.uint64(2)  # a slot being written (never a hash: bit 0 of every hash is 1)
 
 
 @jitable
-def insert_word(rec, rec_flat, h, k0, k1, m, s, out, pos, k, idata, kdata, text, state, lim):
-    """Adds a word (key h, k0, k1 of m bytes at text[s:], as `scan_block` keys it; its k ids at out[pos:])
+def insert_word(rec, rec_flat, h, k0, k1, m, s, virt, out, pos, k, idata, kdata, text, state, lim):
+    """Adds a word (key h, k0, k1 of m model-space bytes at text[s:], a virtual space first if virt, as
+    the loops key it; its k ids at out[pos:])
     to the shared table from inside a parallel loop, while other threads read and add. A slot is
     claimed by compare-and-swap (0 -> BUSY), filled, then its hash stored last with release order, so a
     reader sees the whole record or none of it (a word a reader misses meanwhile is only a miss); room
@@ -294,7 +247,7 @@ def insert_word(rec, rec_flat, h, k0, k1, m, s, out, pos, k, idata, kdata, text,
     if fetch_add(state, 0, 1) >= lim[0]:
         fetch_add(state, 0, -1)
         return
-    v = group_meta(m, k, out, pos)
+    v = inline_meta(m, k, out, pos)
     if not v & INLINE and _fits24(k, out, pos):
         v = _inline24(m, k, out, pos)
     elif not v & INLINE:
@@ -310,8 +263,10 @@ def insert_word(rec, rec_flat, h, k0, k1, m, s, out, pos, k, idata, kdata, text,
         if kb + m > lim[2]:
             fetch_add(state, 0, -1)
             return
-        for q in range(m):
-            kdata[kb + q] = text[s + q]
+        if virt:
+            kdata[kb] = 32
+        for q in range(m - virt):
+            kdata[kb + virt + q] = text[s + q]
         k0 = np.uint64(kb)
         k1 = np.uint64(0)
     mask = rec.shape[0] - 1
@@ -328,157 +283,12 @@ def insert_word(rec, rec_flat, h, k0, k1, m, s, out, pos, k, idata, kdata, text,
             continue  # (taken meanwhile: read it again)
         if r == h and (rec[i, 3] & np.uint64(255)) == np.uint64(m):
             if m > KEY_BYTES:
-                if _same_long(text, s, 0, m, kdata, np.int64(rec[i, 1]), np.int64(rec[i, 2])):
+                if _same_long(text, s, virt, m, kdata, np.int64(rec[i, 1]), np.int64(rec[i, 2])):
                     break
             elif rec[i, 1] == k0 and rec[i, 2] == k1:
                 break
         i = (i + 1) & mask
     fetch_add(state, 0, -1)  # (another thread's copy of the word is in)
-
-
-@cpu_kernel
-def insert_new(local, slots, out, text, rec, idata, kdata, state):
-    """Adds the words of one call's own tables (`local`, records `slots` of it, ids in `out`, long
-    keys in `text`) to the shared table. state = [entries, ids used, max entries, key bytes used, max
-    key bytes]. Returns how many did not fit (the caller grows the arrays and calls again). Every
-    record it is done with is emptied, so the call's tables are all empty again once nothing is left
-    (see `WordCache.scratch`)."""
-    n = state[0]
-    ni = state[1]
-    nk = state[3]
-    left = 0
-    rec_flat = rec.reshape(rec.shape[0] * 4)
-    for t in range(slots.shape[0]):
-        if t + 8 < slots.shape[0]:  # (each insert probes a random record of a table larger than L2)
-            prefetch(rec_flat, 4 * home(local[slots[t + 8], 0], rec.shape[0]))
-        j = slots[t]
-        h = local[j, 0]
-        if h == 0:
-            continue
-        k0, k1, v = local[j, 1], local[j, 2], local[j, 3]
-        m = np.int64(v & np.uint64(255))
-        long = m > KEY_BYTES
-        if long:
-            slot = probe_long(rec, h, m, text, np.int64(k0), np.int64(k1), kdata)
-        else:
-            slot = probe(rec, h, k0, k1, m)
-        k = spilled_ids(v)
-        if 2 * (n + 1) > rec.shape[0] or ni + k > idata.shape[0] or (long and nk + m > kdata.shape[0]):
-            if slot < 0 and n < state[2] and not (long and nk + m > state[4]):
-                left += 1
-                continue
-        local[j, 0] = 0
-        # cached already; the cache is full; or long keys over their own budget (those words keep running the model)
-        if slot >= 0 or n >= state[2] or (long and nk + m > state[4]):
-            continue
-        ni, nk = _put(rec, -slot - 1, h, k0, k1, v, out, text, idata, ni, kdata, nk)
-        n += 1
-    state[0] = n
-    state[1] = ni
-    state[3] = nk
-    return left
-
-
-@jitable
-def _probe_range(rec, h, k0, k1, m, text, kdata, hi):
-    """`probe` (or `probe_long`, keys in text / kdata) that stops before slot hi, never wrapping: the
-    slot, -(empty slot) - 1, or -rec.shape[0] - 1 when the probe would reach hi."""
-    i = home(h, rec.shape[0])
-    while i < hi:
-        r = rec[i, 0]
-        if r == 0:
-            return -i - 1
-        if r == h and (rec[i, 3] & np.uint64(255)) == np.uint64(m):
-            if m > KEY_BYTES:
-                if _same_long(text, np.int64(k0), np.int64(k1), m, kdata, np.int64(rec[i, 1]), np.int64(rec[i, 2])):
-                    return i
-            elif rec[i, 1] == k0 and rec[i, 2] == k1:
-                return i
-        i += 1
-    return -rec.shape[0] - 1
-
-
-@cpu_kernel(parallel=True)
-def insert_parts(local, slots, out, text, rec, idata, kdata, state, parts):
-    """`insert_new` on every thread. The table is cut into `parts` (a power of two) equal ranges of
-    slots, each filled by one thread; a word goes to the range of its first slot, so copies of one
-    word from several tables meet on one thread, and every probe and write of a thread stays in its
-    range. A probe that would leave it is not taken: those words are left in `local` and their slots
-    returned, for `insert_new`; every other record listed is emptied. Each range writes its words'
-    ids and long keys into room set aside for all of them (a word found cached leaves a hole), so the
-    caller reserves room for every word and keeps within the limits."""
-    size = rec.shape[0]
-    n = slots.shape[0]
-    shift = np.int64(0)
-    while (parts << shift) < size:
-        shift += 1
-    ent = np.empty((n, 4), np.uint64)  # (each record read is a cache miss: read on every thread)
-    part = np.empty(n, np.int64)
-    for t in prange(n):
-        j = slots[t]
-        for k in range(4):
-            ent[t, k] = local[j, k]
-        local[j, 0] = 0  # (emptied while its line is in cache)
-        part[t] = home(ent[t, 0], size) >> shift
-    start = np.zeros(parts + 1, np.int64)
-    for t in range(n):
-        start[part[t] + 1] += 1
-    for q in range(parts):
-        start[q + 1] += start[q]
-    srt = np.empty((n, 4), np.uint64)  # the records by range, each range's then read in order
-    sj = np.empty(n, np.int64)
-    fill = start[:parts].copy()
-    for t in range(n):
-        u = fill[part[t]]
-        for k in range(4):
-            srt[u, k] = ent[t, k]
-        sj[u] = slots[t]
-        fill[part[t]] += 1
-    ids_at = np.zeros(parts + 1, np.int64)
-    kb_at = np.zeros(parts + 1, np.int64)
-    for q in prange(parts):
-        for u in range(start[q], start[q + 1]):
-            v = srt[u, 3]
-            m = np.int64(v & np.uint64(255))
-            ids_at[q + 1] += spilled_ids(v)
-            if m > KEY_BYTES:
-                kb_at[q + 1] += m
-    for q in range(parts):
-        ids_at[q + 1] += ids_at[q]
-        kb_at[q + 1] += kb_at[q]
-    added = np.zeros(parts, np.int64)
-    ndef = np.zeros(parts, np.int64)
-    rec_flat = rec.reshape(size * 4)
-    for q in prange(parts):
-        hi = (q + 1) << shift
-        ni = state[1] + ids_at[q]
-        nk = state[3] + kb_at[q]
-        for u in range(start[q], start[q + 1]):
-            if u + 8 < start[q + 1]:  # (its record's slot, and where its ids are)
-                prefetch(rec_flat, 4 * home(srt[u + 8, 0], size))
-                if not srt[u + 8, 3] & INLINE:
-                    prefetch(out, np.int64(srt[u + 8, 3] >> np.uint64(16)))
-            h, k0, k1, v = srt[u, 0], srt[u, 1], srt[u, 2], srt[u, 3]
-            if h == 0:
-                continue
-            slot = _probe_range(rec, h, k0, k1, np.int64(v & np.uint64(255)), text, kdata, hi)
-            if slot == -size - 1:
-                local[sj[u], 0] = h  # (back in the call's table, for `insert_new`)
-                sj[start[q] + ndef[q]] = sj[u]
-                ndef[q] += 1
-            elif slot < 0:
-                ni, nk = _put(rec, -slot - 1, h, k0, k1, v, out, text, idata, ni, kdata, nk)
-                added[q] += 1
-    left = np.empty(ndef.sum(), np.int64)
-    d = 0
-    for q in range(parts):
-        for t in range(ndef[q]):
-            left[d] = sj[start[q] + t]
-            d += 1
-    state[0] += added.sum()
-    state[1] += ids_at[parts]
-    state[3] += kb_at[parts]
-    return left
 
 
 @cpu_kernel(parallel=True)
@@ -544,7 +354,7 @@ def _rehash_parts(old, rec, parts, deferred):
 
 
 def _parts(threads, slots):
-    """Ranges for the parallel inserts: a power of two, a few per thread (uneven ranges balance), each
+    """Ranges for the parallel rehash: a power of two, a few per thread (uneven ranges balance), each
     of at least 1,024 slots (a probe seldom reaches its end)."""
     parts = 1
     while parts < 4 * threads and parts * 2048 <= slots:
@@ -552,10 +362,9 @@ def _parts(threads, slots):
     return parts
 
 
-# A wave's new words go in on every thread when there are this many (and that many threads): on one,
-# the inserts are a serial step of every first pass, a growing share of it as threads are added
-# (benchmarks/first_pass_adds.py).
-PARALLEL_ADD = 4096
+# A grown table's words are rehashed on every thread when there are this many (and that many threads):
+# on one, the rehash is a serial step of a first pass.
+PARALLEL_REHASH = 4096
 PARALLEL_THREADS = 2
 
 # The largest ids buffer kept between calls (int32: 256 MB of address space; only the pages a call
@@ -593,8 +402,7 @@ class WordCache:
         self.max_entries = max_entries
         self.max_key_bytes = max_key_bytes
         self.readers = 0
-        self.writer = threading.Lock()  # (one call at a time adds words: `add`, or a kernel's `insert_word`)
-        self._spare = None  # the tables of an earlier call, empty again (see `scratch`)
+        self.writer = threading.Lock()  # (one call at a time adds words: a kernel's `insert_word`)
         self._spare_out = None  # an earlier call's ids buffer (see `out_buffer`)
         self.clear()
 
@@ -612,29 +420,6 @@ class WordCache:
 
     def __setstate__(self, state):
         self.__init__(**state)
-
-    def add(self, local, slots, out, text, counts):
-        """Takes in the records `slots` of a call's own tables `local` (the records its kernel
-        filled: the inserts touch those only, not the empty ones around them; many words go in on
-        every thread, each thread filling its own range of the table). counts: at most how many
-        words, ids and long-key bytes they add (counted by the kernel as it filled them: words that
-        other threads also found are counted once per table)."""
-        with self.writer, self.lock:
-            if self.readers:  # another call is reading these records: write a copy
-                self.rec = self.rec.copy()
-            n, ids, kb = (int(c) for c in counts)
-            self._reserve(n, ids, kb)  # one resize for the whole wave, not a doubling at a time
-            threads = _threads()
-            st = self.state
-            if threads >= PARALLEL_THREADS and n >= PARALLEL_ADD and st[0] + n <= st[2] and st[3] + kb <= st[4]:
-                slots = insert_parts(local, slots, out, text, self.rec, self.idata, self.kdata, st,
-                                     _parts(threads, self.rec.shape[0]))
-                d = slots.shape[0]  # (words a range could not take)
-                self._reserve(d, MAX_IDS * d, LONG_BYTES * d)
-            left = insert_new(local, slots, out, text, self.rec, self.idata, self.kdata, self.state)
-            while left:  # (not expected: `counts` is an upper bound)
-                self._reserve(left, MAX_IDS * left, LONG_BYTES * left)
-                left = insert_new(local, slots, out, text, self.rec, self.idata, self.kdata, self.state)
 
     def open_inserts(self, words, ids, key_bytes):
         """(records, ids, long keys, state, limits) for a kernel that adds words as it goes
@@ -657,23 +442,6 @@ class WordCache:
             self.state[1] = min(self.state[1], lim[1])
             self.state[3] = min(self.state[3], lim[2])
         self.writer.release()
-
-    def scratch(self, n):
-        """Empty records for one call's own tables: the spare array when it is free and large enough,
-        else a new one (np.empty, zeroed by every thread: transparent huge pages, where np.zeros' lazily
-        zeroed 4 KB pages cost a page fault and TLB misses on every random first touch). Return it with
-        `give_back` once `add` has taken in every table: it is empty again then."""
-        with self.lock:
-            buf, self._spare = self._spare, None
-        if buf is None or buf.shape[0] < n:
-            buf = np.empty((max(n, 1), 4), np.uint64)
-            _zero(buf)
-        return buf
-
-    def give_back(self, buf):
-        with self.lock:
-            if self._spare is None or self._spare.shape[0] < buf.shape[0]:
-                self._spare = buf
 
     def out_buffer(self, n):
         """Room for n int32 (a call's ids at their worst-case places, before they are gathered): the
@@ -710,8 +478,8 @@ class WordCache:
         """Room for that many more words, ids and long-key bytes (within the limits).
 
         New arrays, never resized in place: a call still reading the old ones stays consistent (its
-        records only ever point into its own ids array; `add` already wrote to a copy of the records
-        if a call is reading them). The records are rehashed only when their table grows."""
+        records only ever point into its own ids array; `open_inserts` gives writers a copy of the
+        records if a call is reading them). The records are rehashed only when their table grows."""
         n, ni, nk = int(self.state[0]), int(self.state[1]), int(self.state[3])
         size = self.rec.shape[0]
         while 2 * (min(n + words, self.max_entries) + 1) > size:
@@ -736,7 +504,7 @@ class WordCache:
             old = self.rec
             threads = _threads()
             parts = _parts(threads, old.shape[0])
-            if threads >= PARALLEL_THREADS and parts > 1 and n >= PARALLEL_ADD:
+            if threads >= PARALLEL_THREADS and parts > 1 and n >= PARALLEL_REHASH:
                 which = np.empty(old.shape[0], np.int64)
                 which = which[:_rehash_parts(old, rec, parts, which)]
             else:
