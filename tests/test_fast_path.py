@@ -209,7 +209,7 @@ def test_chunk_plan_covers_every_row_once(threads):
             lens = rng.integers(0, scale + 1, n) * (rng.random(n) < 0.7)
             off = np.concatenate(([5], 5 + np.cumsum(lens))).astype(np.int64)
             prefix = bool(rng.integers(2))
-            chunk_row, chunk_cap, group_chunk, wave_group = plan_chunks(off, threads, prefix)
+            chunk_row, chunk_cap, group_chunk, wave_group, resume = plan_chunks(off, threads, prefix)
             assert chunk_row[0] == 0 and chunk_row[-1] == n and (np.diff(chunk_row) > 0).all()
             rows, nbytes = np.diff(chunk_row), np.diff(off[chunk_row])
             assert (np.diff(chunk_cap) >= nbytes * (2 if prefix else 1) + rows + 3).all()
@@ -219,6 +219,8 @@ def test_chunk_plan_covers_every_row_once(threads):
             assert (np.diff(wave_group) <= threads).all()
             if off[-1] - off[0] < SMALL_CALL:
                 assert len(wave_group) == 2
+            assert (resume[:, 0] == chunk_row[:-1]).all() and (resume[:, 1] == off[chunk_row[:-1]]).all()
+            assert (resume[:, 2] == chunk_cap[:-1]).all() and (resume[:, 3] == chunk_cap[:-1]).all()
 
 
 @pytest.mark.parametrize("name", ["gpt2", "bert-base-uncased"])

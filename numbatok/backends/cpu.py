@@ -918,7 +918,23 @@ def plan_chunks(text_off, threads, prefix):
                 ng += 1
         wave_group[w + 1] = ng - 1
     group_chunk = group_chunk[:ng].copy()
-    return chunk_row, chunk_cap, group_chunk, wave_group
+    resume = np.empty((n_chunks, 4), np.int64)  # (every chunk from its start: `cached_prefix` moves them on)
+    for c in range(n_chunks):
+        resume[c, 0] = chunk_row[c]
+        resume[c, 1] = text_off[chunk_row[c]]
+        resume[c, 2] = chunk_cap[c]
+        resume[c, 3] = chunk_cap[c]
+    return chunk_row, chunk_cap, group_chunk, wave_group, resume
+
+
+@cpu_kernel
+def bytes_left(c0, c1, chunk_row, text_off, resume):
+    """Bytes of chunks c0..c1-1 from where the loops stopped (resume), or -1 when no row of them is left."""
+    left = -1
+    for c in range(c0, c1):
+        if resume[c, 0] < chunk_row[c + 1]:
+            left = max(left, 0) + text_off[chunk_row[c + 1]] - resume[c, 1]
+    return left
 
 
 @cpu_kernel(parallel=True)
@@ -1023,7 +1039,7 @@ def encode_ids(tok, b, segment=True):
         text, pb, pk, row_piece = normalize_rows_ids(tok._norm, data, offsets, at, tok._classes)
         text_off = pb[row_piece]
     text, text_off = _readonly(text), _readonly(text_off)  # one compiled specialization for every input
-    chunk_row, chunk_cap, group_chunk, wave_group = plan_chunks(text_off, threads, pt.add_prefix_space)
+    chunk_row, chunk_cap, group_chunk, wave_group, resume = plan_chunks(text_off, threads, pt.add_prefix_space)
     cache = tok._word_cache
     out = cache.out_buffer(int(chunk_cap[-1]))
     row_ntok = np.zeros(n, np.int64)
@@ -1031,10 +1047,6 @@ def encode_ids(tok, b, segment=True):
     asc, first4 = _scan_tables(at[4].tobytes())
     if not scan:
         asc = asc[:1]
-    resume = np.empty((len(chunk_row) - 1, 4), np.int64)
-    resume[:, 0] = chunk_row[:-1]
-    resume[:, 1] = text_off[chunk_row[:-1]]
-    resume[:, 2] = resume[:, 3] = chunk_cap[:-1]
     # (once for all the chunks: per wave, it and the fused loop each waited on their slowest chunk; not for
     # a small call, where one more parallel launch costs more than the loop saves)
     flags = tok._model.arrays()[8][3]
@@ -1050,11 +1062,9 @@ def encode_ids(tok, b, segment=True):
     for lo, hi in zip(wave_group[:-1], wave_group[1:]):
         # the wave's rows from where `cached_prefix` stopped, new words added to the shared table as they are found
         c0, c1 = int(group_chunk[lo]), int(group_chunk[hi])
-        ends = text_off[chunk_row[c0 + 1:c1 + 1]]
-        todo = resume[c0:c1, 0] < chunk_row[c0 + 1:c1 + 1]
-        if not todo.any():  # (`cached_prefix` did the whole wave)
+        left = bytes_left(c0, c1, chunk_row, text_off, resume)
+        if left < 0:  # (`cached_prefix` did the whole wave)
             continue
-        left = int((ends - np.where(todo, resume[c0:c1, 1], ends)).sum())
         est = int(rate * left)
         room = cache.open_inserts(est, max(8 * est, left // 4), max(4 * est, left // 4))
         if room is None:  # (another call is adding: this one's new words run the model, uncached)
@@ -1067,7 +1077,7 @@ def encode_ids(tok, b, segment=True):
             if ins:
                 scan_rest(c0, c1, text, text_off, chunk_row, asc, first4, at[0], at[1], at[3], tok._classes, rec,
                           idata, kdata, out, row_ntok, resume, threads, *tok._model.arrays(), state, lim)
-            if not ins or (resume[c0:c1, 0] < chunk_row[c0 + 1:c1 + 1]).any():  # (rows left to the fused loop)
+            if not ins or bytes_left(c0, c1, chunk_row, text_off, resume) >= 0:  # (rows left to the fused loop)
                 encode_ids_chunks(lo, hi, group_chunk, text, text_off, pb, pk, row_piece, tok._norm is not None,
                                   chunk_row, chunk_cap, prog, pt.add_prefix_space, tok._classes, asc, first4, *at,
                                   *tok._model.arrays(), rec, idata, kdata, out, row_ntok, resume, state, lim)
