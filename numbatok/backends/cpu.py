@@ -1047,10 +1047,10 @@ def encode_ids(tok, b, segment=True):
     asc, first4 = _scan_tables(at[4].tobytes())
     if not scan:
         asc = asc[:1]
-    # (once for all the chunks: per wave, it and the fused loop each waited on their slowest chunk; not for
-    # a small call, where one more parallel launch costs more than the loop saves)
     flags = tok._model.arrays()[8][3]
     ins = SCAN_REST and scan and (flags & 16) != 0 and (flags & 4) == 0  # (byte symbols, merges apply)
+    # cached words first, once for all the chunks (per wave, it and the next loop each waited on their
+    # slowest chunk); not for a small call, where one more launch costs more than the loop saves
     if scan and len(cache) and total >= PREFIX_CALL:
         rec, idata, kdata = cache.snapshot()
         try:
