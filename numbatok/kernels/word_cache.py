@@ -9,13 +9,13 @@ packed into two uint64 in the record itself, so a probe reads one 32-byte record
 keys exactly: no collision can hand a word another word's ids, and nothing else is touched until
 the ids are copied. Record (uint64 x 4, hash 0 = empty):
     hash | 1,  key bytes 0-7,  key bytes 8-15,  length | n_ids << 8 | ids offset << 16
-(in the shared table, a word of up to three ids under 2**16 each, or of two under 2**24, holds them
-in place of the offset, with bit 15 set: 16 bits each with bit 14 set as well, else 24)
+(a word of up to three ids under 2**16 each, or of two under 2**24, holds them in place of the
+offset, with bit 15 set: 16 bits each with bit 14 set as well, else 24; the offset is into `idata`)
 Longer words, up to LONG_BYTES (CJK runs and code identifiers are often longer than 16 bytes), keep
-their bytes outside the record and are compared byte by byte once hash and length match:
-    hash | 1,  key bytes offset,  virtual space flag,  length | n_ids << 8 | ids offset << 16
-(ids offset into `idata`; a long key's bytes, virtual space included, in `kdata`). The loops add a
-new word as soon as they have its ids (`insert_word`), from every thread at once.
+their bytes outside the record, in `kdata` (a virtual space included), and are compared 8 bytes at
+a time once hash and length match:
+    hash | 1,  key bytes offset,  0,  length | n_ids << 8 | ids offset << 16
+The loops add a new word as soon as they have its ids (`insert_word`), from every thread at once.
 """
 import mmap
 import threading
@@ -145,8 +145,8 @@ def _same_long(data, s, virt, m, buf, b0, bvirt):
 
 @jitable
 def probe_long(rec, h, m, data, s, virt, buf):
-    """`probe` for a long word data[s:] (m model-space bytes): key bytes in buf (the shared table's
-    `kdata`, or the call's text for a call's own table)."""
+    """`probe` for a long word data[s:] (m model-space bytes, a virtual space first if virt): key bytes
+    in buf (the table's `kdata`)."""
     mask = rec.shape[0] - 1
     i = home(h, rec.shape[0])
     while True:
@@ -237,8 +237,8 @@ BUSY = np.uint64(2)  # a slot being written (never a hash: bit 0 of every hash i
 @jitable
 def insert_word(rec, rec_flat, h, k0, k1, m, s, virt, out, pos, k, idata, kdata, text, state, lim):
     """Adds a word (key h, k0, k1 of m model-space bytes at text[s:], a virtual space first if virt, as
-    the loops key it; its k ids at out[pos:])
-    to the shared table from inside a parallel loop, while other threads read and add. A slot is
+    the loops key it; its k ids at out[pos:]) to the shared table from inside a parallel loop, while
+    other threads read and add. A slot is
     claimed by compare-and-swap (0 -> BUSY), filled, then its hash stored last with release order, so a
     reader sees the whole record or none of it (a word a reader misses meanwhile is only a miss); room
     for ids and long keys is taken from `state`'s counters (entries, ids, key bytes) with atomic adds,
