@@ -166,17 +166,21 @@ def meta(m, n_ids, off):
 
 @jitable
 def inline_meta(m, k, out, pos):
-    """The last word of a record for a word of m bytes whose k ids are at out[pos:], when it can hold
-    them itself: up to three under 2**16; else meta(m, k, pos), which `insert_word` replaces."""
+    """The last word of a record for a word of m bytes whose k ids are at out[pos:] that holds them
+    itself: up to three under 2**16 (PACK16), or one or two under 2**24 (a vocabulary over 2**16);
+    0 when they do not fit (their place in `idata` goes there instead)."""
     top = 0
     for q in range(min(k, 3)):
         top = max(top, out[pos + q])
-    if k > 3 or top >= (1 << 16):
-        return meta(m, k, pos)
-    x = np.uint64(0)
-    for q in range(k):
-        x |= np.uint64(out[pos + q]) << np.uint64(16 * q)
-    return np.uint64(m) | ((np.uint64(k) | np.uint64(64 + 128)) << np.uint64(8)) | (x << np.uint64(16))
+    if k <= 3 and top < (1 << 16):
+        x = np.uint64(0)
+        for q in range(k):
+            x |= np.uint64(out[pos + q]) << np.uint64(16 * q)
+        return np.uint64(m) | ((np.uint64(k) | np.uint64(64 + 128)) << np.uint64(8)) | (x << np.uint64(16))
+    if k <= 2 and top < (1 << 24):
+        x = np.uint64(out[pos]) | (np.uint64(out[pos + 1]) << np.uint64(24) if k == 2 else np.uint64(0))
+        return np.uint64(m) | ((np.uint64(k) | np.uint64(128)) << np.uint64(8)) | (x << np.uint64(16))
+    return np.uint64(0)
 
 
 @jitable
@@ -216,21 +220,6 @@ def copy_ids(v, idata, out, pos):
     return cached_ids(v, idata, out, pos)
 
 
-@jitable
-def _fits24(k, out, p):
-    """The k ids at out[p:] fit the record's other layout: one or two under 2**24 (a vocabulary over 2**16)."""
-    top = 0
-    for q in range(min(k, 2)):
-        top = max(top, out[p + q])
-    return k <= 2 and top < (1 << 24)
-
-
-@jitable
-def _inline24(m, k, out, p):
-    ids = np.uint64(out[p]) | (np.uint64(out[p + 1]) << np.uint64(24) if k == 2 else np.uint64(0))
-    return np.uint64(m) | ((np.uint64(k) | np.uint64(128)) << np.uint64(8)) | (ids << np.uint64(16))
-
-
 BUSY = np.uint64(2)  # a slot being written (never a hash: bit 0 of every hash is 1)
 
 
@@ -238,19 +227,16 @@ BUSY = np.uint64(2)  # a slot being written (never a hash: bit 0 of every hash i
 def insert_word(rec, rec_flat, h, k0, k1, m, s, virt, out, pos, k, idata, kdata, text, state, lim):
     """Adds a word (key h, k0, k1 of m model-space bytes at text[s:], a virtual space first if virt, as
     the loops key it; its k ids at out[pos:]) to the shared table from inside a parallel loop, while
-    other threads read and add. A slot is
-    claimed by compare-and-swap (0 -> BUSY), filled, then its hash stored last with release order, so a
-    reader sees the whole record or none of it (a word a reader misses meanwhile is only a miss); room
-    for ids and long keys is taken from `state`'s counters (entries, ids, key bytes) with atomic adds,
-    up to lim = (entries, ids, key bytes). A word that does not fit, or that another thread added first,
-    is left out: it stays exact, only uncached."""
+    other threads read and add. A slot is claimed by compare-and-swap (0 -> BUSY), filled, then its
+    hash stored last with release order, so a reader sees the whole record or none of it (a word a
+    reader misses meanwhile is only a miss); room for ids and long keys is taken from `state`'s
+    counters (entries, ids, key bytes) with atomic adds, up to lim = (entries, ids, key bytes). A word
+    that does not fit, or that another thread added first, is left out: it stays exact, only uncached."""
     if fetch_add(state, 0, 1) >= lim[0]:
         fetch_add(state, 0, -1)
         return
     v = inline_meta(m, k, out, pos)
-    if not v & INLINE and _fits24(k, out, pos):
-        v = _inline24(m, k, out, pos)
-    elif not v & INLINE:
+    if v == 0:
         base = fetch_add(state, 1, k)
         if base + k + 8 > lim[1]:
             fetch_add(state, 0, -1)
