@@ -281,6 +281,25 @@ def test_other_rows_mapped_a_character_at_a_time(name):
             assert cm[0x301] >= 0 and cm[0x1D15E] == -2
 
 
+@pytest.mark.parametrize("name", sorted(CHAR_MAPPED))
+def test_char_map_learns_what_the_passes_write(name):
+    """What `char_map` learns for a character (its own compiled walk through the passes' tables)
+    equals what every pass writes for that character as a row of its own: every code point of
+    planes 0-3 and 14."""
+    from numbatok.normalizers import char_map
+    tok, _ = _pair("merges", name)
+    cps = np.array([c for c in range(0x80, 0x40000) if not 0xD800 <= c <= 0xDFFF] + list(range(0xE0000, 0xE1000)),
+                   np.int64)
+    got, lens, unsafe = char_map._each_alone(tok._norm, cps)
+    b = to_batch([chr(c) for c in cps.tolist()])
+    text, pb, _, row_piece, _, _ = cpu.normalize_rows(tok._norm, b.data, b.offsets, AddedTable([]).arrays(),
+                                                      unicode_tables.load())
+    ends = pb[row_piece]
+    assert np.array_equal(np.diff(ends), lens)
+    assert np.array_equal(np.asarray(text[ends[0]:ends[-1]]), got)
+    assert unsafe.sum() < 2500  # (the marks' rows take the passes; the rest of a text is mapped)
+
+
 def test_normalized_added_tokens_decode_and_vocab():
     tok, ref = _pair("bytes", "Lowercase")
     for i in range(ref.get_vocab_size()):

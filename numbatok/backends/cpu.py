@@ -15,7 +15,7 @@ from ..pre_tokenizers.byte_level import (A_ADDED, ALL_BITS, ascii_classes, ascii
 from ..normalizers.passes import identity_alignment, is_nf, nf_piece, normalize_piece
 from ..kernels.dedup import distinct_words, word_hashes
 from ..kernels.utf8 import decode
-from ..normalizers.char_map import UNKNOWN, UNSAFE
+from ..normalizers.char_map import UNKNOWN, UNSAFE, marked
 from ..normalizers.unicode_data import NCP
 from ..kernels.word_cache import (KEY_BYTES, LONG_BYTES, MAX_IDS, copy_ids, hash_long, home, insert_word, key_hash,
                                   pack_key, probe, probe_long)
@@ -347,8 +347,8 @@ def merge_pieces(write, data, ps, pe, pk, row_piece, row_sub, amap_off, amap_dat
 def char_rows(data, offsets, rows, cm, seen, status):
     """For each of the given rows: 0 when `char_map` maps all its characters, 1 when one of them is
     unsafe (the row takes the passes), 2 when it holds characters the map has not seen yet (marked
-    in `seen`, and their block of 4,096 code points at seen[NCP + (cp >> 12)]: numpy takes ~3 ms to
-    search all 1.1M bytes, a few microseconds for a marked block)."""
+    in `seen`, and their block of 4,096 code points at seen[NCP + (cp >> 12)]: `marked` then reads
+    only the marked blocks)."""
     for k in prange(rows.shape[0]):
         st = 0
         p = offsets[rows[k]]
@@ -377,15 +377,16 @@ def _char_mapped(norm, data, offsets, rows):
         return np.zeros(rows.shape[0], bool), *_NO_CHARS
     cm = chars_.arrays()[0]
     status = np.empty(rows.shape[0], np.uint8)
-    seen = np.zeros(NCP + (NCP >> 12), np.uint8)
+    seen = chars_.take_seen()
     char_rows(data, offsets, rows, cm, seen, status)
     again = np.flatnonzero(status == 2)
     if again.shape[0]:
-        chars_.learn(np.concatenate([np.flatnonzero(seen[k << 12:(k + 1) << 12]) + (k << 12)
-                                     for k in np.flatnonzero(seen[NCP:]).tolist()]))
+        chars_.learn(marked(seen))
         sub = np.empty(again.shape[0], np.uint8)
         char_rows(data, offsets, rows[again], cm, seen, sub)
         status[again] = sub
+        marked(seen)  # (this second check meets only known characters; cleared anyway: a pooled array is all zero)
+    chars_.give_seen(seen)
     # (taken after the checks: a character another thread learned meanwhile has its bytes in this `cd`)
     cm, cd = chars_.arrays()
     return status == 0, cm, cd

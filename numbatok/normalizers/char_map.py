@@ -9,16 +9,19 @@ pass keeps; a row holding one takes the passes. Any other row is mapped a charac
 one lookup per character instead of the passes' several sweeps, each writing 16 bytes of
 alignments per byte, that the ids-only path then drops.
 
-The map is filled in for the characters the batches bring (each normalized alone by the passes
-themselves, so a mapped row gets exactly the bytes the passes would write), and kept by the
-normalizer across calls.
+The map is filled in for the characters the batches bring, each walked alone through the passes'
+own tables (`pass_alone`: the tests hold it to what the passes write, for every code point), and
+kept by the normalizer across calls.
 """
 import threading
 
 import numpy as np
 
-from . import passes
+from .._numba import cpu_kernel, prefetch
+from ..kernels.utf8 import decode, encode, encoded_len
+from .passes import NFD, NFKD
 from .unicode_data import CANON, CCC, COMPAT, NCP
+from .unicode_nf import capacity, decompose
 
 UNKNOWN, UNSAFE = -1, -2
 
@@ -35,6 +38,7 @@ class CharMap:
         self.data = np.zeros(1, np.uint8)
         self.data.flags.writeable = False  # (one array type for the kernels, before and after `learn`)
         self.size = 0
+        self._seen = []  # zeroed marking arrays of earlier calls (see `take_seen`)
 
     def __getstate__(self):  # a pickled tokenizer starts with an empty map
         return {"norm": self.norm}
@@ -45,59 +49,142 @@ class CharMap:
     def arrays(self):
         return self.cmap, self.data
 
+    def take_seen(self):
+        """An all-zero array for a call to mark the characters it finds unknown (seen[cp]) and their
+        block of 4,096 code points (seen[NCP + (cp >> 12)]): 1.1 MB, kept between calls rather than
+        allocated and zeroed by each. Give it back, zero again, with `give_seen`."""
+        with self.lock:
+            if self._seen:
+                return self._seen.pop()
+        return np.zeros(NCP + (NCP >> 12), np.uint8)
+
+    def give_seen(self, seen):
+        with self.lock:
+            self._seen.append(seen)
+
     def learn(self, cps):
         """Maps the code points `cps` (int64; those already known are skipped)."""
         with self.lock:
             cps = cps[self.cmap[cps] == UNKNOWN]
             if not cps.shape[0]:
                 return
-            out, lens = _each_alone(self.norm, cps)
+            out, lens, unsafe = _each_alone(self.norm, cps)
             grown = np.zeros(self.size + out.shape[0] + 1, np.uint8)
             grown[:self.size] = self.data[:self.size]
             grown[self.size:self.size + out.shape[0]] = out
             grown.flags.writeable = False
             vals = (((self.size + np.cumsum(lens) - lens) << 8) | lens).astype(np.int32)
-            vals[_unsafe(self.norm, cps)] = UNSAFE
+            vals[unsafe] = UNSAFE
             self.data, self.size = grown, self.size + out.shape[0]
             self.cmap[cps] = vals
 
 
-def _each_alone(norm, cps):
-    """What each code point normalizes to as a text of its own, by the passes: (bytes, lengths)."""
-    from .. import unicode_tables
-    from ..added_tokens import AddedTable
-    from ..backends import cpu
-    raw = np.frombuffer("".join(map(chr, cps.tolist())).encode("utf-8"), np.uint8)
-    offsets = np.zeros(cps.shape[0] + 1, np.int64)
-    np.cumsum(1 + (cps >= 0x80) + (cps >= 0x800) + (cps >= 0x10000), out=offsets[1:])
-    text, pb, _, row_piece, _, _ = cpu.normalize_rows(norm, raw, offsets, AddedTable([]).arrays(), unicode_tables.load())
-    ends = pb[row_piece]
-    return np.asarray(text[ends[0]:ends[-1]]), np.diff(ends)
-
-
-def _unsafe(norm, cps):
-    """For each code point: does a decomposition in the normalizer's passes yield a combining mark
-    that the pass keeps? Followed through the passes, as (owner, code point) pairs: a pass's input
-    is what the passes before it made of the character."""
-    t = norm.tables
-    owner, cur = np.arange(cps.shape[0]), cps.astype(np.int64)
-    out = np.zeros(cps.shape[0], bool)
-    for head, _, _, cmap, coff, cdata in norm.passes:
-        if head != passes.IDENT:
-            owner, cur = _expand(owner, cur, t.maps[CANON if head == passes.NFD else COMPAT, cur], t.map_off,
-                                 t.map_data)
-        j = cmap[cur] if cmap.shape[0] > 1 else np.zeros(cur.shape[0], np.int64)
-        kept = (j == 0) | (coff[j + 1] > coff[j])
-        if head != passes.IDENT:
-            out[owner[kept & ((t.props[cur] & CCC) != 0)]] = True
-        owner, cur = _expand(owner, cur, j, coff, cdata)
+@cpu_kernel
+def marked(seen):
+    """The code points marked in `seen` (see `CharMap.take_seen`), their marks cleared: the array
+    is all zero again."""
+    n = 0
+    for k in range(NCP >> 12):
+        if seen[NCP + k]:
+            for c in range(k << 12, (k + 1) << 12):
+                n += seen[c]
+    out = np.empty(n, np.int64)
+    n = 0
+    for k in range(NCP >> 12):
+        if seen[NCP + k]:
+            seen[NCP + k] = 0
+            for c in range(k << 12, (k + 1) << 12):
+                if seen[c]:
+                    seen[c] = 0
+                    out[n] = c
+                    n += 1
     return out
 
 
-def _expand(owner, cur, j, off, data):
-    # each cur[i] with j[i] > 0 replaced by data[off[j[i]]:off[j[i] + 1]] (nothing, when that is empty)
-    lens = np.where(j == 0, 1, off[j + 1] - off[j])
-    start = np.repeat(np.where(j == 0, -1, off[j]), lens)
-    pos = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
-    vals = np.where(start < 0, np.repeat(cur, lens), data[np.maximum(start, 0) + pos])
-    return np.repeat(owner, lens), vals.astype(np.int64)
+def _each_alone(norm, cps):
+    """What each code point normalizes to as a text of its own: (bytes, lengths, unsafe). One compiled
+    call per pass over all of them (through the batch kernels, learning took ~1 us a character: most
+    of a first pass over 45 KB of Japanese)."""
+    data = _utf8(cps)
+    offsets = np.zeros(cps.shape[0] + 1, np.int64)
+    np.cumsum(1 + (cps >= 0x80) + (cps >= 0x800) + (cps >= 0x10000), out=offsets[1:])
+    unsafe = np.zeros(cps.shape[0], np.uint8)
+    props, maps, map_off, map_data, comp = norm.tables.arrays()
+    for head, _, _, cmap, coff, cdata in norm.passes:
+        data, offsets = pass_alone(head, cmap, coff, cdata, props, maps, map_off, map_data, comp, data, offsets, unsafe)
+    return data, np.diff(offsets), unsafe.view(np.bool_)
+
+
+@cpu_kernel
+def _utf8(cps):
+    n = 0
+    for c in cps:
+        n += encoded_len(c)
+    out = np.empty(n, np.uint8)
+    o = 0
+    for c in cps:
+        o += encode(out, o, c)
+    return out
+
+
+@cpu_kernel
+def pass_alone(head, cmap, coff, cdata, props, maps, map_off, map_data, comp, data, offsets, unsafe):
+    """One pass (head identity, NFD or NFKD) over every row data[offsets[r]:offsets[r + 1]] as a text of
+    its own: (bytes, offsets). What `passes.run_piece` writes for it, without the alignments and
+    without a call per row (a call that passes its two dozen arrays cost ~140 ns a character). Sets
+    unsafe[r] when the head decomposes row r into a combining mark (class above 0) that the pass's
+    chain keeps: canonical reordering could move it past a neighbour's marks, so a text holding the
+    character takes the passes."""
+    n = offsets.shape[0] - 1
+    nf = head == NFD or head == NFKD
+    compat = head == NFKD
+    cap = 1
+    for r in range(n):
+        cap = max(cap, offsets[r + 1] - offsets[r])
+        if nf:  # (decompose's items, then its sorting scratch)
+            cap = max(cap, 2 * capacity(compat, data, offsets[r], offsets[r + 1], maps, map_off))
+    icp = np.empty(cap, np.int32)
+    ich = np.empty(cap, np.int32)
+    chain = cmap.shape[0] > 1
+    mk = maps[COMPAT if compat else CANON]
+    p = offsets[0]
+    while p < offsets[n]:  # (a fresh process: the tables' lines for these characters all load at once)
+        c, L = decode(data, p)
+        prefetch(props, c)
+        if chain:
+            prefetch(cmap, c)
+        if nf:
+            prefetch(mk, c)
+        p += L
+    out_off = np.zeros(n + 1, np.int64)
+    out = np.empty(0, np.uint8)
+    for write in (False, True):
+        if write:
+            out = np.empty(out_off[n], np.uint8)
+        o = 0
+        for r in range(n):
+            a = offsets[r]
+            b = offsets[r + 1]
+            if nf:
+                k = decompose(compat, False, data, a, b, props, maps, map_off, map_data, comp, icp, ich, 0)
+            else:
+                k = 0
+                p = a
+                while p < b:
+                    c, L = decode(data, p)
+                    icp[k] = c
+                    p += L
+                    k += 1
+            for q in range(k):
+                c = icp[q]
+                j = cmap[c] if chain else 0
+                if nf and (props[c] & CCC) != 0 and (j == 0 or coff[j + 1] > coff[j]):
+                    unsafe[r] = 1
+                if j == 0:
+                    o += encode(out, o, c) if write else encoded_len(c)
+                else:
+                    for t in range(coff[j], coff[j + 1]):
+                        o += encode(out, o, cdata[t]) if write else encoded_len(cdata[t])
+            if not write:
+                out_off[r + 1] = o
+    return out, out_off
