@@ -58,6 +58,18 @@ def resolve_path(name_or_path):
         "tokenizer.json or a folder holding one; numbatok does not download: fetch the file and pass its path")
 
 
+def _cpu():
+    """The CPU backend, imported at first use (`import numbatok` stays light); an import statement
+    in the per-call path cost ~2 us of a one-row call."""
+    global _CPU
+    if _CPU is None:
+        from .backends import cpu as _CPU
+    return _CPU
+
+
+_CPU = None
+
+
 def _resolve_device(device):
     if device not in ("auto", "cpu", "cuda"):
         raise NumbatokError(f"device must be 'auto', 'cpu' or 'cuda', not {device!r}")
@@ -244,7 +256,7 @@ class Tokenizer:
     def _run_ids(self, b):
         """CPU ids and row token offsets: the fused kernel with the word cache, over slices of about
         SLICE_BYTES so that its scratch (a few times the slice) stays bounded for any input size."""
-        from .backends import cpu
+        cpu = _cpu()
         n, off = len(b), b.offsets
         total = int(off[-1] - off[0]) if n else 0
         if total <= SLICE_BYTES:
