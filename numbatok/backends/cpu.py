@@ -345,10 +345,10 @@ def merge_pieces(write, data, ps, pe, pk, row_piece, row_sub, amap_off, amap_dat
 
 @cpu_kernel(parallel=True)
 def char_rows(data, offsets, rows, cm, seen, status):
-    """For each of the given rows: 0 when `char_map` maps all its characters, 1 when one of them is
-    unsafe (the row takes the passes), 2 when it holds characters the map has not seen yet (marked
-    in `seen`, and their block of 4,096 code points at seen[NCP + (cp >> 12)]: `marked` then reads
-    only the marked blocks)."""
+    """For each of the given rows: 0 when `char_map` maps all its characters, else bit 0 set when one
+    of them is unsafe (the row takes the passes), bit 1 when it holds characters the map has not seen
+    yet (marked in `seen`, and their block of 4,096 code points at seen[NCP + (cp >> 12)]: `marked`
+    then reads only the marked blocks)."""
     for k in prange(rows.shape[0]):
         st = 0
         p = offsets[rows[k]]
@@ -359,9 +359,9 @@ def char_rows(data, offsets, rows, cm, seen, status):
             if v == UNKNOWN:
                 seen[c] = 1
                 seen[NCP + (c >> 12)] = 1
-                st = 2
-            elif v == UNSAFE and st == 0:
-                st = 1
+                st |= 2
+            elif v == UNSAFE:
+                st |= 1
             p += L
         status[k] = st
 
@@ -379,13 +379,17 @@ def _char_mapped(norm, data, offsets, rows):
     status = np.empty(rows.shape[0], np.uint8)
     seen = chars_.take_seen()
     char_rows(data, offsets, rows, cm, seen, status)
-    again = np.flatnonzero(status == 2)
+    again = np.flatnonzero(status >= 2)
     if again.shape[0]:
-        chars_.learn(marked(seen))
-        sub = np.empty(again.shape[0], np.uint8)
-        char_rows(data, offsets, rows[again], cm, seen, sub)
-        status[again] = sub
-        marked(seen)  # (this second check meets only known characters; cleared anyway: a pooled array is all zero)
+        cps = marked(seen)
+        chars_.learn(cps)
+        if (cm[cps] == UNSAFE).any():  # (else those rows are what their known characters made them)
+            sub = np.empty(again.shape[0], np.uint8)
+            char_rows(data, offsets, rows[again], cm, seen, sub)
+            status[again] = sub
+            marked(seen)  # (this second check meets only known characters; cleared anyway: a pooled array is all zero)
+        else:
+            status[again] &= 1
     chars_.give_seen(seen)
     # (taken after the checks: a character another thread learned meanwhile has its bytes in this `cd`)
     cm, cd = chars_.arrays()
