@@ -19,7 +19,7 @@ import numpy as np
 
 from .._numba import cpu_kernel, prefetch
 from ..kernels.utf8 import decode, encode, encoded_len
-from .passes import NFD, NFKD
+from .passes import IDENT, NFD, NFKD
 from .unicode_data import CANON, CCC, COMPAT, NCP
 from .unicode_nf import capacity, decompose
 
@@ -111,6 +111,7 @@ def _each_alone(norm, cps):
     unsafe = np.zeros(cps.shape[0], np.uint8)
     props, maps, map_off, map_data, comp = norm.tables.arrays()
     for head, _, _, cmap, coff, cdata in norm.passes:
+        assert head in (IDENT, NFD, NFKD), "a char map is only made for these heads (Normalizer.char_map)"
         data, offsets = pass_alone(head, cmap, coff, cdata, props, maps, map_off, map_data, comp, data, offsets, unsafe)
     return data, np.diff(offsets), unsafe.view(np.bool_)
 
