@@ -59,8 +59,8 @@ def resolve_path(name_or_path):
 
 
 def _cpu():
-    """The CPU backend, imported at first use (`import numbatok` stays light); an import statement
-    in the per-call path cost ~2 us of a one-row call."""
+    """The CPU backend, imported at first use (`import numbatok` stays light) and then looked up
+    once: an import statement in the per-call path cost ~2 us of a one-row call."""
     global _CPU
     if _CPU is None:
         from .backends import cpu as _CPU
@@ -217,8 +217,7 @@ class Tokenizer:
         if not want_spans:
             ids, row_off = self._run_ids(b)
             return {"ids": ids, "row_tok": row_off}
-        from .backends import cpu
-        return cpu.encode(self, b, want_spans)
+        return _cpu().encode(self, b, want_spans)
 
     def _device_for(self, b):
         if self.device == "cuda" and self._auto and isinstance(b.data, np.ndarray):
@@ -231,7 +230,8 @@ class Tokenizer:
         """Row ranges [lo, hi) to run on the GPU one after another so that each pass's working memory
         stays within gpu_memory_budget (one range when everything fits). A row is never split: one
         row larger than a group's share runs alone."""
-        from .backends import cpu, cuda
+        from .backends import cuda
+        cpu = _cpu()
         n = len(batches[0])
         budget = self.gpu_memory_budget or cuda.default_budget()
         limit = max(budget // cuda.work_per_byte(self, want_spans), 1)
@@ -277,11 +277,10 @@ class Tokenizer:
         specials = [it for it in items if it[0] == "special"]
         if not add_special_tokens or not specials:
             return ids, row_off
-        from .backends import cpu
         at = next(i for i, it in enumerate(items) if it[0] == "seq")
         pre = np.array([t for it in items[:at] if it[0] == "special" for t in it[1]], np.int32)
         post = np.array([t for it in items[at + 1:] if it[0] == "special" for t in it[1]], np.int32)
-        return cpu.wrap_rows(ids, row_off, pre, post)
+        return _cpu().wrap_rows(ids, row_off, pre, post)
 
     def _tokens(self, r, want_spans):
         """Per-token arrays of one raw run (numpy or CuPy): ids, row, column, per-row lengths, and with

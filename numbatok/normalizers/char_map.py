@@ -105,9 +105,7 @@ def _each_alone(norm, cps):
     """What each code point normalizes to as a text of its own: (bytes, lengths, unsafe). One compiled
     call per pass over all of them (through the batch kernels, learning took ~1 us a character: most
     of a first pass over 45 KB of Japanese)."""
-    data = _utf8(cps)
-    offsets = np.zeros(cps.shape[0] + 1, np.int64)
-    np.cumsum(1 + (cps >= 0x80) + (cps >= 0x800) + (cps >= 0x10000), out=offsets[1:])
+    data, offsets = _utf8(cps)
     unsafe = np.zeros(cps.shape[0], np.uint8)
     props, maps, map_off, map_data, comp = norm.tables.arrays()
     for head, _, _, cmap, coff, cdata in norm.passes:
@@ -118,14 +116,14 @@ def _each_alone(norm, cps):
 
 @cpu_kernel
 def _utf8(cps):
-    n = 0
-    for c in cps:
-        n += encoded_len(c)
-    out = np.empty(n, np.uint8)
-    o = 0
-    for c in cps:
-        o += encode(out, o, c)
-    return out
+    """The code points as UTF-8, a row each: (bytes, offsets)."""
+    offsets = np.zeros(cps.shape[0] + 1, np.int64)
+    for i in range(cps.shape[0]):
+        offsets[i + 1] = offsets[i] + encoded_len(cps[i])
+    out = np.empty(offsets[-1], np.uint8)
+    for i in range(cps.shape[0]):
+        encode(out, offsets[i], cps[i])
+    return out, offsets
 
 
 @cpu_kernel
