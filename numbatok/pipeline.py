@@ -154,8 +154,7 @@ def word_tokens(data, s, e, virt, kind, tok_data, tok_offsets, vocab_slots, merg
     for i in range(s, e):
         w[i - s + virt] = data[i]
     if params[5] == WORDPIECE:
-        return wordpiece.tokenize(w, n, tok_data, tok_offsets, vocab_slots, affix, params, sym_id, sym_st, sym_en,
-                                  new_buf)
+        return wordpiece.tokenize(w, n, merges, params, sym_id, sym_st, sym_en)
     if params[5] == WORDLEVEL:
         return wordlevel.tokenize(w, n, tok_data, tok_offsets, vocab_slots, params, sym_id, sym_st, sym_en)
     if (params[3] & 4) != 0:  # ignore_merges: a word that is itself a token is taken whole

@@ -3,7 +3,8 @@
   tok_data/tok_offsets   bytes each id stands for (model space: raw bytes for byte-level vocabularies)
   vocab_slots            bytes -> id open-addressing table over those bytes
   merges                 (left id * n_ids + right id) -> rank << 32 | merged id   (BPE; rank << 16
-                         in the compact table of a vocabulary under 65,536 ids, see build_pair_table)
+                         in the compact table of a vocabulary under 65,536 ids, see build_pair_table);
+                         WordPiece: the vocabulary's trie (`wordpiece.build_trie`)
   byte_pairs[65536]      the same value for the pair of single-byte tokens (a, b) at a * 256 + b,
                          -1 when they never merge (byte-level BPE: a word's first ranks without
                          hashing; flag bit 4). One entry otherwise
@@ -11,17 +12,16 @@
   byte_fallback_ids[256] id of "<0xXX>" tokens, -1 when absent                     (BPE)
   affix                  continuing_subword_prefix then end_of_word_suffix bytes
   params                 n_ids, prefix length, suffix length, flags, unk id, model kind,
-                         max_input_chars_per_word, then (WordPiece) the longest piece a token can
-                         match from each first byte: 256 at a word's start, 256 after the prefix
+                         max_input_chars_per_word, (WordPiece) the trie's continuation root
 """
 import numpy as np
 
 from ..kernels.hashing import build_bytes_table, build_pair_table
+from .wordpiece import CONT_ROOT, build_trie
 
 BPE = 0
 WORDPIECE = 1
 WORDLEVEL = 2
-PIECE_BOUNDS = 7  # where params' WordPiece bounds start
 
 
 def _space_runs(data, offsets):
@@ -85,17 +85,9 @@ class ModelTables:
             self.byte_pairs = np.where(keys[hit] == pair, (hit << 32) | m[hit, 2], -1)
         self.unk_id = unk_id
         self.params = np.array([self.n_ids, self.n_prefix, self.n_suffix, self.flags, self.unk_id, self.kind,
-                                self.max_input_chars_per_word] + [0] * 512, dtype=np.int64)
-        if kind == WORDPIECE:  # (a script the vocabulary barely covers: candidates tried from 1-3 characters, not 20)
-            longest = self.params[PIECE_BOUNDS:]
-            for b in id_bytes:
-                if b:
-                    longest[b[0]] = max(longest[b[0]], len(b))
-                    rest = b[self.n_prefix:]
-                    if self.n_prefix and b.startswith(continuing_subword_prefix) and rest:
-                        longest[256 + rest[0]] = max(longest[256 + rest[0]], len(rest))
-            if not self.n_prefix:
-                longest[256:] = longest[:256]
+                                self.max_input_chars_per_word, -1], dtype=np.int64)
+        if kind == WORDPIECE:
+            self.merges, self.params[CONT_ROOT] = build_trie(id_bytes, continuing_subword_prefix)
         self.lead_spaces, self.trail_spaces = _space_runs(self.tok_data, self.tok_offsets)
 
     def set_byte_fallback(self, vocab):
