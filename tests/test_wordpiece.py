@@ -105,21 +105,27 @@ def test_wordpiece_decoder_options(cleanup):
     check(tok, ref, ["hello , world ! it ' s a test . don ' t do not", "##ing unaffable", "[CLS] x [SEP]"])
 
 
-@pytest.mark.parametrize("prefix", ["##", "▁", ""])
-def test_candidates_bounded_by_first_byte(prefix):
-    """A piece's longest candidate comes from the tokens that start with its first byte (after the
-    prefix past a word's start): tokens of one to four characters in several scripts, a prefix of
-    two bytes, of one three-byte character, or none; pieces whose first byte starts no token at all."""
-    pieces = ["a", "ab", "abc", "é", "éa", "жж", "ж", "日本", "日", "本語です", "x"]
+@pytest.mark.parametrize("prefix", ["##", "▁", "", "@@"])
+def test_longest_match_from_the_trie(prefix):
+    """A piece's longest match is one walk down the vocabulary's trie: tokens that are prefixes of
+    others, walks that run past the last match, a lone prefix token, the prefix of two bytes, of one
+    three-byte character, none, or one no token starts with ("@@": every later piece misses); bytes
+    that start no token (U+0000, whose step from the root lands on the root's own slot), tokens of
+    one to four bytes a character."""
+    pieces = ["a", "ab", "abc", "é", "éa", "жж", "ж", "日本", "日", "本語です", "x", "\U0001F600", "\x01", "ÿ"]
     vocab = {"[UNK]": 0}
     for p in pieces:
         vocab.setdefault(p, len(vocab))
-        vocab.setdefault(prefix + p, len(vocab))
-    vocab.setdefault(prefix + "abcab", len(vocab))  # (longer after a word's start than at it)
-    vocab.setdefault("жжж", len(vocab))  # (and the other way round)
+        if prefix != "@@":
+            vocab.setdefault(prefix + p, len(vocab))
+    if prefix == "##":
+        vocab.setdefault("##", len(vocab))
+    vocab.setdefault(("" if prefix == "@@" else prefix) + "abcab", len(vocab))
+    vocab.setdefault("жжж", len(vocab))
     ref = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]", continuing_subword_prefix=prefix))
     ref.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     tok = numbatok.Tokenizer.from_str(ref.to_str(), device="cpu")
-    rows = ["abcabcab жжжжж abcabc éaé жжжж 日本語です 本語です日 q aq qa xé ж日 abcd ☃ éé", "", "日本日本日 ababab жéж"]
+    rows = ["abcabcab жжжжж abcabc éaé жжжж 日本語です 本語です日 q aq qa xé ж日 abcd ☃ éé", "", "日本日本日 ababab жéж",
+            "\x00 \x00a a\x00 \x01 \x01a a\x01 ÿÿ aÿ \U0001F600\U0001F600a a\U0001F600 ## a## ##a abca abcabc"]
     assert [e.ids for e in tok.encode_batch(rows)] == [e.ids for e in ref.encode_batch(rows)]
     assert tok.encode_ragged(rows).to_list() == [e.ids for e in ref.encode_batch(rows)]

@@ -33,10 +33,10 @@ def build_trie(id_bytes, prefix):
         trie, used = _fill(data, off, order, cap)
         if used >= 0:
             break
-        if cap >= MASK:
+        if cap >= MASK - 1:
             raise NumbatokError(f"WordPiece vocabulary of {len(ids)} tokens ({int(off[-1])} bytes) is too large "
-                                f"for its trie ({MASK} nodes); please report it")
-        cap = min(2 * cap, MASK)
+                                f"for its trie ({MASK - 1} slots); please report it")
+        cap = min(2 * cap, MASK - 1)
     trie = trie[:used + 257].reshape(-1, 1).copy()
     node = 0
     for b in prefix:
@@ -52,7 +52,7 @@ def _fill(data, off, order, cap):
     not fit. Each node's children take the first base (walked along a list of free slots) where all
     their slots are free."""
     trie = np.zeros(cap, np.int64)
-    trie[0] = np.int64(1) << (2 * FIELD)  # (the root's parent mark: slot 0 is taken)
+    trie[0] = np.int64(MASK) << (2 * FIELD)  # (slot 0 taken, with a parent mark no node's child has)
     nextf = np.empty(cap + 1, np.int64)  # free slots, doubly linked; the list's head is nextf[cap]
     prevf = np.empty(cap + 1, np.int64)
     for q in range(cap + 1):
