@@ -291,11 +291,14 @@ def merge_pieces(write, data, ps, pe, pk, row_piece, row_sub, amap_off, amap_dat
     """Normalized pieces of every row: an all-ASCII row's text pieces mapped byte by byte (amap), a
     row_sub[r] = -2 row's a character at a time (`char_map`: cm, cd), their added tokens' pieces
     copied; any other row's pieces copied from its normalized sub-batch row row_sub[r]. Counts piece
-    lengths into pb[1:] (write=False), or writes them at pb. `amap1`: see `Normalizer.ascii_map`
+    lengths into pb[1:] (write=False; a row_sub[r] = -2 row's were counted by `char_rows`), or writes
+    them at pb. `amap1`: see `Normalizer.ascii_map`
     (when not empty, a byte is one lookup, not a loop over its mapping)."""
     single = amap1.shape[0] == 128
     for r in prange(row_piece.shape[0] - 1):
         j = row_sub[r]
+        if j == -2 and not write:  # (counted by `char_rows`)
+            continue
         for i in range(row_piece[r], row_piece[r + 1]):
             o = pb[i] if write else 0
             if j >= 0:
@@ -344,52 +347,59 @@ def merge_pieces(write, data, ps, pe, pk, row_piece, row_sub, amap_off, amap_dat
 
 
 @cpu_kernel(parallel=True)
-def char_rows(data, offsets, rows, cm, seen, status):
-    """For each of the given rows: 0 when `char_map` maps all its characters, else bit 0 set when one
-    of them is unsafe (the row takes the passes), bit 1 when it holds characters the map has not seen
-    yet (marked in `seen`, and their block of 4,096 code points at seen[NCP + (cp >> 12)]: `marked`
-    then reads only the marked blocks)."""
+def char_rows(data, rows, row_piece, ps, pe, pk, cm, seen, status, pb):
+    """For each of the given rows' text pieces: the length `char_map` maps them to, into pb[i + 1]
+    (an added token's piece: its own length), and the row's status: 0 when the map knows all its
+    characters, else bit 0 set when one of them is unsafe (the row takes the passes), bit 1 when it
+    holds characters the map has not seen yet (marked in `seen`, and their block of 4,096 code points
+    at seen[NCP + (cp >> 12)]: `marked` then reads only the marked blocks). The lengths are what
+    `merge_pieces` would count for the row (it skips the rows counted here): one walk fewer over
+    every character."""
     for k in prange(rows.shape[0]):
         st = 0
-        p = offsets[rows[k]]
-        b = offsets[rows[k] + 1]
-        while p < b:
-            c, L = decode(data, p)
-            v = cm[c]
-            if v == UNKNOWN:
-                seen[c] = 1
-                seen[NCP + (c >> 12)] = 1
-                st |= 2
-            elif v == UNSAFE:
-                st |= 1
-            p += L
+        for i in range(row_piece[rows[k]], row_piece[rows[k] + 1]):
+            if pk[i] >= 0:
+                pb[i + 1] = pe[i] - ps[i]
+                continue
+            o = 0
+            p = ps[i]
+            while p < pe[i]:
+                c, L = decode(data, p)
+                v = cm[c]
+                if v >= 0:
+                    o += v & 255
+                elif v == UNKNOWN:
+                    seen[c] = 1
+                    seen[NCP + (c >> 12)] = 1
+                    st |= 2
+                else:
+                    st |= 1
+                p += L
+            pb[i + 1] = o
         status[k] = st
 
 
 _NO_CHARS = (np.zeros(1, np.int32), _readonly(np.zeros(1, np.uint8)))
 
 
-def _char_mapped(norm, data, offsets, rows):
+def _char_mapped(norm, data, rows, row_piece, ps, pe, pk, pb):
     """Which of the rows `rows` (not all ASCII) the normalizer's `char_map` maps, learning their
-    characters first: (mask over rows, cm, cd)."""
+    characters first: (mask over rows, cm, cd). The mapped rows' pieces have their lengths in pb."""
     chars_ = norm.char_map()
     if chars_ is None or not rows.shape[0]:
         return np.zeros(rows.shape[0], bool), *_NO_CHARS
     cm = chars_.arrays()[0]
     status = np.empty(rows.shape[0], np.uint8)
     seen = chars_.take_seen()
-    char_rows(data, offsets, rows, cm, seen, status)
+    char_rows(data, rows, row_piece, ps, pe, pk, cm, seen, status, pb)
     again = np.flatnonzero(status >= 2)
-    if again.shape[0]:
-        cps = marked(seen)
-        chars_.learn(cps)
-        if (cm[cps] == UNSAFE).any():  # (else those rows are what their known characters made them)
-            sub = np.empty(again.shape[0], np.uint8)
-            char_rows(data, offsets, rows[again], cm, seen, sub)
-            status[again] = sub
-            marked(seen)  # (this second check meets only known characters; cleared anyway: a pooled array is all zero)
-        else:
-            status[again] &= 1
+    if again.shape[0]:  # (checked and counted again once their characters are known)
+        chars_.learn(marked(seen))
+        sub = np.empty(again.shape[0], np.uint8)
+        char_rows(data, rows[again], row_piece, ps, pe, pk, cm, seen, sub, pb)
+        status[again] = sub
+        if (sub >= 2).any():  # (not expected: all were learned; a pooled array is all zero again)
+            marked(seen)
     chars_.give_seen(seen)
     # (taken after the checks: a character another thread learned meanwhile has its bytes in this `cd`)
     cm, cd = chars_.arrays()
@@ -408,7 +418,8 @@ def normalize_rows_ids(norm, data, offsets, at, classes):
     row_piece, ps, pe, pk = _pieces(data, offsets, at, classes)
     other = np.flatnonzero(flags == 0)
     row_sub = np.full(n, -1, np.int64)
-    mapped, cm, cd = _char_mapped(norm, data, offsets, other)
+    pb = np.zeros(ps.shape[0] + 1, np.int64)
+    mapped, cm, cd = _char_mapped(norm, data, other, row_piece, ps, pe, pk, pb)
     row_sub[other[mapped]] = -2
     other = other[~mapped]
     row_sub[other] = np.arange(other.shape[0])
@@ -418,7 +429,6 @@ def normalize_rows_ids(norm, data, offsets, at, classes):
     if other.shape[0]:  # (their alignments are computed and dropped: the passes have no ids-only mode)
         sub_text, sub_pb, _, sub_row_piece = normalize_rows(norm, *gather_rows(data, offsets, other), at,
                                                             classes)[:4]
-    pb = np.zeros(ps.shape[0] + 1, np.int64)
     args = (data, ps, pe, pk, row_piece, row_sub, *amap, cm, cd, sub_text, sub_pb, sub_row_piece)
     merge_pieces(False, *args, pb, np.zeros(1, np.uint8))
     np.cumsum(pb, out=pb)
