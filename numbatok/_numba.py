@@ -163,12 +163,22 @@ def _atomics():
             builder.store_atomic(args[2], ptr, "release", 8)
             return context.get_dummy_value()
         return types.void(arr, types.int64, types.uint64), codegen
-    return compare_swap, store_release
+
+    @intrinsic
+    def load_acquire(typingctx, arr, idx):
+        """uint64 arr[idx], read before every load after it, and read again each time (a loop that
+        waits on it is not folded into one read; CPU kernels only)."""
+        def codegen(context, builder, sig, args):
+            ary = context.make_array(sig.args[0])(context, builder, args[0])
+            ptr = cgutils.get_item_pointer(context, builder, sig.args[0], ary, [args[1]])
+            return builder.load_atomic(ptr, "acquire", 8)
+        return types.uint64(arr, types.int64), codegen
+    return compare_swap, store_release, load_acquire
 
 
 prefetch = _prefetch()
 fetch_add = _fetch_add()
-compare_swap, store_release = _atomics()
+compare_swap, store_release, load_acquire = _atomics()
 ascii_masks = _ascii_masks()
 CACHE_DIR = _cache_dir()
 

@@ -411,6 +411,42 @@ def test_words_added_inside_the_loops_are_the_same_on_two_threads_and_one(monkey
     assert caches[2] == caches[1]
 
 
+def test_threads_adding_the_same_words_at_once_add_each_once():
+    """Every thread adds the same words in the same order, so most inserts race another for the
+    same word: each word is in the table once (an adder that meets a slot still being written waits
+    for it, since it may hold its own word), with its ids."""
+    import numba
+    from numbatok._numba import cpu_kernel, prange
+    from numbatok.kernels import word_cache as wc
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("one thread only")
+
+    @cpu_kernel(parallel=True)
+    def add_all(text, starts, rec, idata, kdata, state, lim, rounds):
+        rec_flat = rec.reshape(rec.shape[0] * 4)
+        for _t in prange(rounds):
+            out = np.empty(2, np.int32)
+            for i in range(starts.shape[0] - 1):
+                s, e = starts[i], starts[i + 1]
+                h, k0, k1 = wc.pack_key(text, s, e, 0)
+                out[0], out[1] = i, i + 1
+                wc.insert_word(rec, rec_flat, h, k0, k1, e - s, s, 0, out, 0, 2, idata, kdata, text, state, lim)
+
+    rng = np.random.default_rng(5)
+    words = sorted({bytes(rng.integers(97, 123, rng.integers(3, 12)).astype(np.uint8)) for _ in range(40_000)})
+    text = np.frombuffer(b"".join(words), np.uint8)
+    starts = np.zeros(len(words) + 1, np.int64)
+    np.cumsum([len(w) for w in words], out=starts[1:])
+    for _ in range(3):
+        cache = WordCache()
+        rec, idata, kdata, state, lim = cache.open_inserts(len(words), 2 * len(words), 0)
+        add_all(text, starts, rec, idata, kdata, state, lim, numba.get_num_threads())
+        cache.close_inserts(lim)
+        got = _cached_words(cache)
+        assert len(cache) == len(got) == len(words)
+        assert sorted(got.values()) == [[i, i + 1] for i in range(len(words))]
+
+
 def test_a_table_grown_on_every_thread_holds_what_one_thread_makes(monkeypatch):
     """A grown shared table is rehashed on every thread, each moving its own range of slots: the
     same words with the same ids as the one-thread rehash, every word found from its first slot, and

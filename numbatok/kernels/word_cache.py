@@ -22,7 +22,7 @@ import threading
 
 import numpy as np
 
-from .._numba import compare_swap, cpu_kernel, fetch_add, jitable, prange, store_release
+from .._numba import compare_swap, cpu_kernel, fetch_add, jitable, load_acquire, prange, store_release
 from .lines import load8
 
 KEY_BYTES = 16
@@ -229,7 +229,8 @@ def insert_word(rec, rec_flat, h, k0, k1, m, s, virt, out, pos, k, idata, kdata,
     the loops key it; its k ids at out[pos:]) to the shared table from inside a parallel loop, while
     other threads read and add. A slot is claimed by compare-and-swap (0 -> BUSY), filled, then its
     hash stored last with release order, so a reader sees the whole record or none of it (a word a
-    reader misses meanwhile is only a miss); room for ids and long keys is taken from `state`'s
+    reader misses meanwhile is only a miss); an adder waits for a slot being written, which may hold
+    its own word; room for ids and long keys is taken from `state`'s
     counters (entries, ids, key bytes) with atomic adds, up to lim = (entries, ids, key bytes). A word
     that does not fit, or that another thread added first, is left out: it stays exact, only uncached."""
     if fetch_add(state, 0, 1) >= lim[0]:
@@ -258,7 +259,7 @@ def insert_word(rec, rec_flat, h, k0, k1, m, s, virt, out, pos, k, idata, kdata,
     mask = rec.shape[0] - 1
     i = home(h, rec.shape[0])
     while True:
-        r = rec[i, 0]
+        r = load_acquire(rec_flat, 4 * i)
         if r == 0:
             if compare_swap(rec_flat, 4 * i, np.uint64(0), BUSY):
                 rec[i, 1] = k0
@@ -267,6 +268,8 @@ def insert_word(rec, rec_flat, h, k0, k1, m, s, virt, out, pos, k, idata, kdata,
                 store_release(rec_flat, 4 * i, h)
                 return
             continue  # (taken meanwhile: read it again)
+        if r == BUSY:  # (being written, perhaps with this very word: passing it by could add the word twice)
+            continue
         if r == h and (rec[i, 3] & np.uint64(255)) == np.uint64(m):
             if m > KEY_BYTES:
                 if _same_long(text, s, virt, m, kdata, np.int64(rec[i, 1]), np.int64(rec[i, 2])):
