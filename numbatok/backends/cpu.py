@@ -15,7 +15,7 @@ from ..pre_tokenizers.byte_level import (A_ADDED, ALL_BITS, ascii_classes, ascii
 from ..normalizers.passes import identity_alignment, is_nf, nf_piece, normalize_piece
 from ..kernels.dedup import distinct_words, word_hashes
 from ..kernels.utf8 import decode
-from ..normalizers.char_map import UNKNOWN, UNSAFE, marked
+from ..normalizers.char_map import UNKNOWN, marked
 from ..normalizers.unicode_data import NCP
 from ..kernels.word_cache import (KEY_BYTES, LONG_BYTES, MAX_IDS, copy_ids, hash_long, home, insert_word, key_hash,
                                   pack_key, probe, probe_long)
