@@ -397,9 +397,7 @@ def _char_mapped(norm, data, rows, row_piece, ps, pe, pk, pb):
         chars_.learn(marked(seen))
         sub = np.empty(again.shape[0], np.uint8)
         char_rows(data, rows[again], row_piece, ps, pe, pk, cm, seen, sub, pb)
-        status[again] = sub
-        if (sub >= 2).any():  # (not expected: all were learned; a pooled array is all zero again)
-            marked(seen)
+        status[again] = sub  # (bit 1 no more: every character marked was learned, and `marked` cleared it)
     chars_.give_seen(seen)
     # (taken after the checks: a character another thread learned meanwhile has its bytes in this `cd`)
     cm, cd = chars_.arrays()

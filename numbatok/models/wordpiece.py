@@ -29,13 +29,11 @@ def build_trie(id_bytes, prefix):
     data = np.frombuffer(b"".join(id_bytes[i] for i in order.tolist()) + b"\0", np.uint8)
     cap = int(off[-1]) + 1024
     while True:
-        trie, used = _fill(data, off, order, cap)
+        slots, tok, used = _fill(data, off, order, cap)
         if used >= 0:
             break
         cap *= 2
-    t = trie[:used + 257]  # ((parent + 1, base << 32 | token id + 1) a slot, as `_fill` builds it)
-    ids = t[:, 1] & LOW
-    trie = np.concatenate([(t[:, 0] << 32) | ((t[:, 1] >> 32) << 1) | (ids != 0), ids - 1]).reshape(-1, 1)
+    trie = np.concatenate([slots[:used + 257], tok[:used + 257]]).reshape(-1, 1)
     node = 0
     for b in prefix:
         node = _step(trie, node, b)
@@ -46,11 +44,12 @@ def build_trie(id_bytes, prefix):
 
 @cpu_kernel
 def _fill(data, off, order, cap):
-    """Places the sorted keys' trie in `cap` slots: (trie, highest slot used), or (_, -1) when they do
-    not fit. Each node's children take the first base (walked along a list of free slots) where all
-    their slots are free."""
-    trie = np.zeros((cap, 2), np.int64)
-    trie[0, 0] = -1  # (slot 0 taken, with a parent mark no node's child has)
+    """Places the sorted keys' trie in `cap` slots: (slots, token ids, highest slot used), or (_, _, -1)
+    when they do not fit. Each node's children take the first base (walked along a list of free
+    slots) where all their slots are free."""
+    trie = np.zeros(cap, np.int64)  # (0: a free slot)
+    tok = np.full(cap, -1, np.int64)
+    trie[0] = np.int64(-1) << 32  # (the root: a parent mark no node's child has)
     nextf = np.empty(cap + 1, np.int64)  # free slots, doubly linked; the list's head is nextf[cap]
     prevf = np.empty(cap + 1, np.int64)
     for q in range(cap + 1):
@@ -81,38 +80,38 @@ def _fill(data, off, order, cap):
         k = 0
         while i < hi:  # its children: the keys grouped by their byte at depth d
             b = data[off[i] + d]
-            gb[k], glo[k], gtok[k] = b, i, 0
+            gb[k], glo[k], gtok[k] = b, i, -1
             while i < hi and data[off[i] + d] == b:
-                if off[i + 1] - off[i] == d + 1 and gtok[k] == 0:
-                    gtok[k] = order[i] + 1
+                if off[i + 1] - off[i] == d + 1 and gtok[k] < 0:
+                    gtok[k] = order[i]
                 i += 1
             k += 1
         glo[k] = hi
         p = nextf[cap]
         while True:
             if p == cap:
-                return trie, -1
+                return trie, tok, -1
             base = p - gb[0]
             if base >= 0 and base + 256 <= cap:
                 ok = True
                 for g in range(1, k):
-                    if trie[base + gb[g], 0] != 0:
+                    if trie[base + gb[g]] != 0:
                         ok = False
                         break
                 if ok:
                     break
             p = nextf[p]
-        trie[node, 1] |= base << 32
+        trie[node] |= base << 1
         for g in range(k):
             c = base + gb[g]
-            trie[c, 0] = node + 1
-            trie[c, 1] = gtok[g]
+            trie[c] = ((node + 1) << 32) | (1 if gtok[g] >= 0 else 0)
+            tok[c] = gtok[g]
             nextf[prevf[c]] = nextf[c]
             prevf[nextf[c]] = prevf[c]
             used = max(used, c)
             st_node[top], st_lo[top], st_hi[top], st_d[top] = c, glo[g], glo[g + 1], d + 1
             top += 1
-    return trie, used
+    return trie, tok, used
 
 
 @jitable
@@ -141,15 +140,11 @@ def tokenize(w, n, trie, params, sym_id, sym_st, sym_en):
         last = -1
         j = start
         while node >= 0 and j < n:
-            c = ((trie[node, 0] & LOW) >> 1) + w[j]
-            v = trie[c, 0]
-            if (v >> 32) != node + 1:
-                break
-            node = c
+            node = _step(trie, node, w[j])
             j += 1
-            if v & 1:
+            if node >= 0 and trie[node, 0] & 1:
                 end = j
-                last = c
+                last = node
         found = -1 if last < 0 else trie[(trie.shape[0] >> 1) + last, 0]
         if found < 0:
             break
