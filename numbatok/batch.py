@@ -139,7 +139,41 @@ def _bad_item(texts, kind):
 PARALLEL_STR_ITEMS = 256  # from this many items a list of str is read by all threads (kernels.pystr)
 
 
+FEW_STR_ITEMS = 8  # up to this many items a list of str is encoded item by item (`_from_few_str`)
+
+
+def _not_str(i, bad):
+    return InvalidInputError(
+        f"batch item {i} is {type(bad).__name__}, not str: pass text as str (or bytes), "
+        "and replace missing documents with '' before encoding")
+
+
+def _lone_surrogate(row, ch):
+    return InvalidInputError(
+        f"batch item {row} contains a lone surrogate ({ch!r}) that has no UTF-8 form: "
+        "fix the text, e.g. text.encode('utf-8', 'replace').decode()")
+
+
+def _from_few_str(texts):
+    """A call of one or a few documents: each str encoded on its own, whose byte length is its offset
+    step (the join's character offsets and their conversion to bytes cost more than such a call's text)."""
+    parts = []
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise _not_str(i, t)
+        try:
+            parts.append(t.encode("utf-8"))
+        except UnicodeEncodeError as e:
+            raise _lone_surrogate(i, t[e.start]) from None
+    data = np.frombuffer(parts[0] if len(parts) == 1 else b"".join(parts), dtype=np.uint8)
+    offsets = np.array([0, *itertools.accumulate(map(len, parts))], dtype=np.int64)
+    offsets.flags.writeable = False  # (as the kernels take it: no read-only view made per call)
+    return Batch(data, offsets)
+
+
 def _from_str_list(texts):
+    if len(texts) <= FEW_STR_ITEMS:
+        return _from_few_str(texts)
     if len(texts) >= PARALLEL_STR_ITEMS:
         from .kernels import pystr
         got = pystr.convert(texts)
@@ -148,10 +182,7 @@ def _from_str_list(texts):
     try:
         joined = "".join(texts)  # also the type check: it fails on any non-str item
     except TypeError:
-        i, bad = _bad_item(texts, str)
-        raise InvalidInputError(
-            f"batch item {i} is {type(bad).__name__}, not str: pass text as str (or bytes), "
-            "and replace missing documents with '' before encoding") from None
+        raise _not_str(*_bad_item(texts, str)) from None
     # Measured: for ASCII text one join + encode beats pyarrow; for mixed scripts pyarrow's
     # conversion is 3-5x faster than the widened join, so it takes over when installed.
     _pa = None if joined.isascii() else _pyarrow()
@@ -163,10 +194,7 @@ def _from_str_list(texts):
     try:
         data = np.frombuffer(joined.encode("utf-8"), dtype=np.uint8)
     except UnicodeEncodeError as e:
-        row = _row_of_char(texts, e.start)
-        raise InvalidInputError(
-            f"batch item {row} contains a lone surrogate ({joined[e.start]!r}) that has no UTF-8 form: "
-            "fix the text, e.g. text.encode('utf-8', 'replace').decode()") from None
+        raise _lone_surrogate(_row_of_char(texts, e.start), joined[e.start]) from None
     if len(texts) < PARALLEL_STR_ITEMS:  # (numpy's cumsum into a slice costs ~2 us before its first element)
         char_offsets = np.array([0, *itertools.accumulate(map(len, texts))], dtype=np.int64)
     else:

@@ -271,15 +271,24 @@ class Tokenizer:
         np.cumsum(lens, out=row_off[1:])
         return ids, row_off
 
+    def _single_template(self):
+        """(whether the single-sequence template holds the sequence, its special tokens' ids before it,
+        after it), read once per template: every ids call asks."""
+        items = self.spec.post_processor.single
+        got = self.__dict__.get("_single")
+        if got is None or got[0] is not items:
+            seq = [i for i, it in enumerate(items) if it[0] == "seq"]
+            at = seq[0] if seq else len(items)
+            pre = np.array([t for it in items[:at] if it[0] == "special" for t in it[1]], np.int32)
+            post = np.array([t for it in items[at + 1:] if it[0] == "special" for t in it[1]], np.int32)
+            got = self.__dict__["_single"] = (items, bool(seq), pre, post)
+        return got[1:]
+
     def _add_specials(self, ids, row_off, add_special_tokens):
         """The single-sequence template's special tokens around each row (ids-only fast path)."""
-        items = self.spec.post_processor.single
-        specials = [it for it in items if it[0] == "special"]
-        if not add_special_tokens or not specials:
+        _, pre, post = self._single_template()
+        if not add_special_tokens or not (pre.shape[0] or post.shape[0]):
             return ids, row_off
-        at = next(i for i, it in enumerate(items) if it[0] == "seq")
-        pre = np.array([t for it in items[:at] if it[0] == "special" for t in it[1]], np.int32)
-        post = np.array([t for it in items[at + 1:] if it[0] == "special" for t in it[1]], np.int32)
         return _cpu().wrap_rows(ids, row_off, pre, post)
 
     def _tokens(self, r, want_spans):
@@ -399,8 +408,8 @@ class Tokenizer:
         ids (-1 where the reference has None).
         """
         b = _batch.to_batch(texts)
-        if self._device_for(b) == "cpu" and not return_offsets and self._truncation is None and \
-                any(it[0] == "seq" for it in self.spec.post_processor.single):
+        if not return_offsets and self._truncation is None and self._single_template()[0] and \
+                self._device_for(b) == "cpu":
             r = self._run(b, False)
             return RaggedEncoding(*self._add_specials(r["ids"], r["row_tok"], add_special_tokens))
         out = self._runs_assembled([b], add_special_tokens, return_offsets, self._truncation)

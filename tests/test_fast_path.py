@@ -593,3 +593,40 @@ def test_word_keys_from_word_loads_equal_the_byte_loop():
 
     data = np.random.default_rng(0).integers(0, 256, 300).astype(np.uint8)
     assert disagreements(data) == 0
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_small_calls_on_the_calling_thread_give_the_threaded_ids(name, docs, monkeypatch):
+    """A call under SERIAL_CALL bytes runs `serial_ids` (the same loops compiled without threads) and
+    adds its new words to the same cache: the reference's ids, cold and warm, and the same ids and
+    cache as the threaded path on every row. Rows with added tokens (the fused loop after
+    `scan_rest`), long words (scratch of their own), empty rows, and calls at SERIAL_CALL's edge."""
+    from numbatok.backends import cpu
+    rng = np.random.default_rng(5)
+    special = {"gpt2": "<|endoftext|>", "roberta-base": "<mask>"}.get(name, "[SEP]")
+    pieces = [" the", " and", "'s", " naïve", "日本", "\xa0", "\n\n", "  ", "\t", "123", ".", " ,", special,
+              " " + special, "x" * 300, "\U0001F44D", "e\u0301", "İ"]
+    rows = ["".join(rng.choice(pieces, rng.integers(0, 12))) for _ in range(400)]
+    rows += ["", "y" * 1500, docs[0]] + docs[1:60]
+    cut = [0]
+    while cut[-1] < len(rows):  # calls of 1 to 9 rows, and one of about SERIAL_CALL bytes
+        cut.append(cut[-1] + int(rng.integers(1, 10)))
+    calls = [rows[a:b] for a, b in zip(cut[:-1], cut[1:])]
+    edge = [r for r in docs if 200 < len(r.encode()) < 2000][:40]
+    while len("".join(edge).encode()) >= cpu.SERIAL_CALL:
+        edge.pop()
+    calls += [edge, edge + ["z" * (cpu.SERIAL_CALL - len("".join(edge).encode()))]]
+    ref = reference_tok(name)
+    want = [[e.ids for e in ref.encode_batch(c, add_special_tokens=False)] for c in calls]
+    seen = []
+    serial = cpu.serial_ids
+    monkeypatch.setattr(cpu, "serial_ids", lambda *a: seen.append(1) or serial(*a))
+    tok = numbatok.Tokenizer.from_pretrained(name, device="cpu")
+    for _ in range(2):  # cold, then warm
+        assert [tok.encode_ragged(c, add_special_tokens=False).to_list() for c in calls] == want
+    assert len(seen) == 2 * len(calls) - 2  # (every call but the one of SERIAL_CALL bytes)
+    monkeypatch.setattr(cpu, "SERIAL_CALL", 0)
+    threaded = numbatok.Tokenizer.from_pretrained(name, device="cpu")
+    assert [threaded.encode_ragged(c, add_special_tokens=False).to_list() for c in calls] == want
+    assert len(seen) == 2 * len(calls) - 2
+    assert _cached_words(tok._word_cache) == _cached_words(threaded._word_cache)

@@ -1,5 +1,6 @@
 """CPU drivers: the pipeline steps under @njit(parallel=True), one prange over rows or word chunks."""
 import functools
+import types
 
 import numpy as np
 
@@ -205,6 +206,8 @@ def _scan(counts):
 def _readonly(a):
     # Every pass reads read-only arrays (the batch's bytes may be a read-only buffer): one compiled
     # specialization of each kernel, not two.
+    if not a.flags.writeable:
+        return a
     v = a.view()
     v.flags.writeable = False
     return v
@@ -869,6 +872,55 @@ def scan_rest(c0, c1, text, text_off, chunk_row, asc, first4, at_data, at_off, a
                 row_ntok[r] = pos - start
 
 
+def _on_this_thread(kernel, name):
+    """`kernel`'s own code compiled without its parallel loop (its prange runs as a range on the calling
+    thread), cached under a name of its own: the small calls' twin of a parallel kernel, one source."""
+    f = kernel.py_func
+    g = types.FunctionType(f.__code__, f.__globals__, name, f.__defaults__, f.__closure__)
+    g.__qualname__ = name
+    return cpu_kernel(g)
+
+
+scan_rest_serial = _on_this_thread(scan_rest, "scan_rest_serial")
+encode_ids_chunks_serial = _on_this_thread(encode_ids_chunks, "encode_ids_chunks_serial")
+SERIAL_CALL = 1 << 13  # a call of fewer bytes runs `serial_ids`, on the calling thread
+
+
+@cpu_kernel
+def serial_ids(text, text_off, pb, pk, row_piece, normalized, pt_kind, pt_prefix, classes, asc, first4, at_data,
+               at_off, at_ids, at_flags, at_first, tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids,
+               byte_fallback_ids, affix, params, rec, idata, kdata, state, lim, ins):
+    """(ids, row offsets) of a small call in one compiled step on the calling thread: the whole batch
+    as one chunk through `scan_rest` (when `ins`) and `encode_ids_chunks`, compiled without threads,
+    new words added within the room `open_inserts` reserved (state, lim).
+    `encode_ids`'s planning, thread launches and gather were 60-110 us, most of a one-row call."""
+    n = text_off.shape[0] - 1
+    cap = (text_off[n] - text_off[0]) * (2 if pt_prefix else 1) + n + 3
+    out = np.empty(cap, np.int32)
+    row_ntok = np.zeros(n, np.int64)
+    chunk_row = np.empty(2, np.int64)
+    chunk_row[0], chunk_row[1] = 0, n
+    chunk_cap = np.empty(2, np.int64)
+    chunk_cap[0], chunk_cap[1] = 0, cap
+    group_chunk = np.arange(2)
+    resume = np.empty((1, 4), np.int64)
+    resume[0, 0], resume[0, 1], resume[0, 2], resume[0, 3] = 0, text_off[0], 0, 0
+    if ins:
+        scan_rest_serial(0, 1, text, text_off, chunk_row, asc, first4, at_data, at_off, at_flags, classes, rec, idata,
+                         kdata, out, row_ntok, resume, 1, tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
+                         byte_ids, byte_fallback_ids, affix, params, state, lim)
+    if resume[0, 0] < n:
+        encode_ids_chunks_serial(0, 1, group_chunk, text, text_off, pb, pk, row_piece, normalized, chunk_row,
+                                 chunk_cap, pt_kind, pt_prefix, classes, asc, first4, at_data, at_off, at_ids, at_flags,
+                                 at_first, tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids,
+                                 byte_fallback_ids, affix, params, rec, idata, kdata, out, row_ntok, resume, state, lim)
+    row_off = np.empty(n + 1, np.int64)
+    row_off[0] = 0
+    for r in range(n):
+        row_off[r + 1] = row_off[r] + row_ntok[r]
+    return out[:row_off[n]].copy(), row_off
+
+
 SMALL_CALL = 1 << 18
 SCAN_REST = True  # `scan_rest` for GPT-2-pattern rows of byte-level vocabularies (off: the fused loop for them too)
 PREFIX_CALL = 1 << 16
@@ -1026,6 +1078,30 @@ def _segmentable(tok):
     return False
 
 
+_Z64, _Z32 = np.zeros(1, np.int64), np.zeros(1, np.int32)  # (stand-ins for the arrays of a normalizer not there)
+
+
+def _ids_consts(tok):
+    """What `encode_ids` passes that changes only with the tokenizer's tables: (pre-tokenizer, its
+    program, added tokens' arrays, the fused loop's ASCII table, the added tokens' first bytes, the
+    model's arrays, scan, bytewise), built once per set of tables (rebuilding it was a fifth of a one-row
+    call). scan: the GPT-2 scanner applies (no normalizer, no prefix space); bytewise: every byte is a
+    symbol and merges are not ignored, so `scan_rest` applies too."""
+    pt = tok.spec.pre_tokenizer
+    got = getattr(tok, "_ids_consts", None)
+    if got is not None and got[0] is tok._added and got[1] is tok._model and got[2] is pt.prog:
+        return got[3]
+    prog, at, model = pt.prog, tok._added.arrays(), tok._model.arrays()
+    scan = tok._norm is None and prog[0] == 1 and prog[1] == GPT2 and not pt.add_prefix_space
+    asc, first4 = _scan_tables(at[4].tobytes())
+    if not scan:
+        asc = asc[:1]
+    flags = model[8][3]
+    consts = (pt, prog, at, asc, first4, model, bool(scan), bool((flags & 16) != 0 and (flags & 4) == 0))
+    tok._ids_consts = (tok._added, tok._model, prog, consts)
+    return consts
+
+
 def encode_ids(tok, b, segment=True):
     """ids and row token offsets of host Batch `b` (no special tokens, no spans): the fast path."""
     import numba
@@ -1034,34 +1110,43 @@ def encode_ids(tok, b, segment=True):
     # one compiled specialization, loaded by any earlier call, never compiled in the middle of a job
     data, offsets = _readonly(b.data), _readonly(b.offsets)
     n = len(offsets) - 1
-    threads = numba.get_num_threads()
     total = int(offsets[-1] - offsets[0])
+    serial = total < SERIAL_CALL
+    threads = 1 if serial else numba.get_num_threads()
     seg = max(total // (8 * threads), 1 << 16)
     if (segment and threads > 1 and total > 2 * seg and int(np.diff(offsets).max()) > 2 * seg
             and _segmentable(tok)):
         pieces, orig = segment_rows(data, offsets, seg)
         ids, piece_off = encode_ids(tok, type(b)(data, pieces), segment=False)
         return ids, piece_off[orig]
-    pt = tok.spec.pre_tokenizer
-    prog = pt.prog
-    at = tok._added.arrays()
-    z64 = np.zeros(1, np.int64)
+    pt, prog, at, asc, first4, model, scan, bytewise = _ids_consts(tok)
+    ins = SCAN_REST and scan and bytewise
     if tok._norm is None:
-        text, text_off, pb, pk, row_piece = data, offsets, z64, np.zeros(1, np.int32), z64
+        text, text_off, pb, pk, row_piece = data, offsets, _Z64, _Z32, _Z64
     else:
         text, pb, pk, row_piece = normalize_rows_ids(tok._norm, data, offsets, at, tok._classes)
         text_off = pb[row_piece]
     text, text_off = _readonly(text), _readonly(text_off)  # one compiled specialization for every input
-    chunk_row, chunk_cap, group_chunk, wave_group, resume = plan_chunks(text_off, threads, pt.add_prefix_space)
     cache = tok._word_cache
+    if serial:
+        est = max(total // 16, 16)
+        room = cache.open_inserts(est, 8 * est, max(4 * est, total))
+        if room is None:  # (another call is adding: this one's new words run the model, uncached)
+            rec, idata, kdata = cache.snapshot()
+            state, lim = np.zeros(5, np.int64), np.zeros(3, np.int64)
+        else:
+            rec, idata, kdata, state, lim = room
+        try:
+            return serial_ids(text, text_off, pb, pk, row_piece, tok._norm is not None, prog, pt.add_prefix_space,
+                              tok._classes, asc, first4, *at, *model, rec, idata, kdata, state, lim, ins)
+        finally:
+            if room is None:
+                cache.release()
+            else:
+                cache.close_inserts(lim)
+    chunk_row, chunk_cap, group_chunk, wave_group, resume = plan_chunks(text_off, threads, pt.add_prefix_space)
     out = cache.out_buffer(int(chunk_cap[-1]))
     row_ntok = np.zeros(n, np.int64)
-    scan = tok._norm is None and prog[0] == 1 and prog[1] == GPT2 and not pt.add_prefix_space
-    asc, first4 = _scan_tables(at[4].tobytes())
-    if not scan:
-        asc = asc[:1]
-    flags = tok._model.arrays()[8][3]
-    ins = SCAN_REST and scan and (flags & 16) != 0 and (flags & 4) == 0  # (byte symbols, merges apply)
     # cached words first, once for all the chunks (per wave, it and the next loop each waited on their
     # slowest chunk); not for a small call, where one more launch costs more than the loop saves
     if scan and len(cache) and total >= PREFIX_CALL:
@@ -1089,11 +1174,11 @@ def encode_ids(tok, b, segment=True):
         try:
             if ins:
                 scan_rest(c0, c1, text, text_off, chunk_row, asc, first4, at[0], at[1], at[3], tok._classes, rec,
-                          idata, kdata, out, row_ntok, resume, threads, *tok._model.arrays(), state, lim)
+                          idata, kdata, out, row_ntok, resume, threads, *model, state, lim)
             if not ins or bytes_left(c0, c1, chunk_row, text_off, resume) >= 0:  # (rows left to the fused loop)
                 encode_ids_chunks(lo, hi, group_chunk, text, text_off, pb, pk, row_piece, tok._norm is not None,
                                   chunk_row, chunk_cap, prog, pt.add_prefix_space, tok._classes, asc, first4, *at,
-                                  *tok._model.arrays(), rec, idata, kdata, out, row_ntok, resume, state, lim)
+                                  *model, rec, idata, kdata, out, row_ntok, resume, state, lim)
         finally:
             if room is None:
                 cache.release()

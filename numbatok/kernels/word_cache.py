@@ -421,15 +421,18 @@ class WordCache:
             if self.readers:  # (a call reading these records holds the ids and keys arrays that go with them)
                 self.rec = self.rec.copy()
             self._reserve(words, ids, key_bytes)
-            st = self.state
+            st = self.state.tolist()  # (Python ints: numpy scalars made this a few us of a small call)
             lim = np.array([min(st[2], self.rec.shape[0] * 7 // 10), self.idata.shape[0],
                             min(self.kdata.shape[0], st[4])], np.int64)
-            return self.rec, self.idata, self.kdata, st, lim
+            return self.rec, self.idata, self.kdata, self.state, lim
 
     def close_inserts(self, lim):
         with self.lock:  # (the counters ran past the room where words no longer fit)
-            self.state[1] = min(self.state[1], lim[1])
-            self.state[3] = min(self.state[3], lim[2])
+            st, (_, ids, key_bytes) = self.state, lim.tolist()
+            if st[1] > ids:
+                st[1] = ids
+            if st[3] > key_bytes:
+                st[3] = key_bytes
         self.writer.release()
 
     def out_buffer(self, n):
@@ -469,8 +472,11 @@ class WordCache:
         New arrays, never resized in place: a call still reading the old ones stays consistent (its
         records only ever point into its own ids array; `open_inserts` gives writers a copy of the
         records if a call is reading them). The records are rehashed only when their table grows."""
-        n, ni, nk = int(self.state[0]), int(self.state[1]), int(self.state[3])
+        n, ni, _, nk, _ = self.state.tolist()
         size = self.rec.shape[0]
+        if (2 * (min(n + words, self.max_entries) + 1) <= size and ni + ids <= self.idata.shape[0]
+                and min(nk + key_bytes, self.max_key_bytes) <= self.kdata.shape[0]):
+            return  # (room enough: most calls)
         while 2 * (min(n + words, self.max_entries) + 1) > size:
             size *= 2
         ilen, klen = self.idata.shape[0], self.kdata.shape[0]
