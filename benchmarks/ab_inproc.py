@@ -10,6 +10,9 @@ one row, `next` passes: the second half of the rows after the first half, in a c
 the first (a batch of a long job, mostly cached, some words new). The table gives each
 side's minimum and the median of the paired ratios B / A. Both sides share the process's memory and
 threads, so what differs between them is the code alone, not where a process's tables landed.
+
+With --latency it times small calls of the public API instead (a warm cache): `encode_ragged` of 1,
+8 and 64 rows, `encode` of one document and `__call__` of one, the median of many calls a round.
 """
 import argparse
 import importlib
@@ -47,6 +50,7 @@ def main():
     ap.add_argument("--data", default="big,udhr")
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--corpus")
+    ap.add_argument("--latency", action="store_true", help="small calls of the public API (see above)")
     args = ap.parse_args()
     sys.path.insert(0, HERE)
     from bench import find_corpus, load_docs, warm_up_text
@@ -61,6 +65,8 @@ def main():
             tok = pkg.Tokenizer.from_pretrained(args.tokenizer, device="cpu")
             tok.encode_ragged(warm_up_text())
             sides[key] = (tok, cpu, batch)
+        if args.latency:
+            return latency(sides, load_docs(corpus, args.data.split(",")[0], 1), args)
         print("| data | pass | A (%s) ms | B (%s) ms | B / A (median of pairs, range) | ids agree |" % (args.a, args.b))
         print("|---|---|---|---|---|---|")
         for data in args.data.split(","):
@@ -97,6 +103,42 @@ def main():
                 r = np.sort(b / a)
                 print(f"| {data} | {p} | {a.min() * 1e3:.2f} | {b.min() * 1e3:.2f} | {np.median(r):.3f} "
                       f"({r[0]:.3f}-{r[-1]:.3f}) | {'yes' if len(sums) == 1 else 'NO'} |", flush=True)
+
+
+def latency(sides, docs, args):
+    """Small calls of the public API on both sides, interleaved by round (A B, then B A)."""
+    calls = {
+        "encode_ragged, 1 row": lambda tok: tok.encode_ragged(docs[:1]),
+        "encode_ragged, 8 rows": lambda tok: tok.encode_ragged(docs[:8]),
+        "encode_ragged, 64 rows": lambda tok: tok.encode_ragged(docs[:64]),
+        "encode, 1 document": lambda tok: tok.encode(docs[0]),
+        "__call__, 1 document": lambda tok: tok(docs[0]),
+    }
+    print("| call | A (%s) | B (%s) | B / A (median of rounds, range) | ids agree |" % (args.a, args.b))
+    print("|---|---|---|---|---|")
+    for name, call in calls.items():
+        got = {k: call(tok) for k, (tok, _, _) in sides.items()}
+        same = all(_ids(got["A"]) == _ids(v) for v in got.values())
+        t = {k: [] for k in sides}
+        for i in range(args.rounds):
+            for key in ("AB" if i % 2 == 0 else "BA"):
+                tok = sides[key][0]
+                ts = []
+                for _ in range(300):
+                    t0 = time.perf_counter()
+                    call(tok)
+                    ts.append(time.perf_counter() - t0)
+                t[key].append(np.median(ts))
+        a, b = np.array(t["A"]), np.array(t["B"])
+        r = np.sort(b / a)
+        print(f"| {name} | {np.median(a) * 1e6:.1f} us | {np.median(b) * 1e6:.1f} us | {np.median(r):.3f} "
+              f"({r[0]:.3f}-{r[-1]:.3f}) | {'yes' if same else 'NO'} |", flush=True)
+
+
+def _ids(got):
+    if isinstance(got, dict):
+        return got["input_ids"]
+    return got.ids if not hasattr(got, "to_list") else got.to_list()
 
 
 if __name__ == "__main__":
