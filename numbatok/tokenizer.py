@@ -245,6 +245,10 @@ class Tokenizer:
         """`_assemble` over one run per batch (texts, and their pairs); on the GPU in groups of rows
         (`_row_groups`), whose outputs are joined."""
         device = self._device_for(batches[0])
+        if device == "cpu" and len(batches) == 1 and truncation is None and not want_spans:
+            out = self._ids_assembled(batches[0], add_special_tokens)
+            if out is not None:
+                return out
         groups = self._row_groups(batches, want_spans) if device == "cuda" else [(0, len(batches[0]))]
         if len(groups) == 1:
             return self._assemble([self._run(b, want_spans, device) for b in batches], add_special_tokens,
@@ -272,24 +276,49 @@ class Tokenizer:
         return ids, row_off
 
     def _single_template(self):
-        """(whether the single-sequence template holds the sequence, its special tokens' ids before it,
-        after it), read once per template: every ids call asks."""
-        items = self.spec.post_processor.single
+        """(whether the single-sequence template holds the sequence once, its special tokens' ids before
+        it, after it, the type id of every token with them and without them: None where they differ),
+        read once per template: every ids call asks."""
+        pp = self.spec.post_processor
+        items = pp.single
         got = self.__dict__.get("_single")
-        if got is None or got[0] is not items:
+        if got is None or got[0] is not items or got[1] != pp.force_type_ids_zero:
             seq = [i for i, it in enumerate(items) if it[0] == "seq"]
             at = seq[0] if seq else len(items)
             pre = np.array([t for it in items[:at] if it[0] == "special" for t in it[1]], np.int32)
             post = np.array([t for it in items[at + 1:] if it[0] == "special" for t in it[1]], np.int32)
-            got = self.__dict__["_single"] = (items, bool(seq), pre, post)
-        return got[1:]
+            types = [{0 if pp.force_type_ids_zero else it[2] for it in items if keep or it[0] == "seq"}
+                     for keep in (True, False)]
+            types = [t.pop() if len(t) == 1 else None for t in types]
+            got = self.__dict__["_single"] = (items, pp.force_type_ids_zero, len(seq) == 1, pre, post, *types)
+        return got[2:]
 
     def _add_specials(self, ids, row_off, add_special_tokens):
         """The single-sequence template's special tokens around each row (ids-only fast path)."""
-        _, pre, post = self._single_template()
+        _, pre, post, _, _ = self._single_template()
         if not add_special_tokens or not (pre.shape[0] or post.shape[0]):
             return ids, row_off
-        return _cpu().wrap_rows(ids, row_off, pre, post)
+        cpu = _cpu()
+        return (cpu.wrap_rows if ids.shape[0] >= cpu.SERIAL_CALL else cpu.wrap_rows_serial)(ids, row_off, pre, post)
+
+    def _ids_assembled(self, b, add_special_tokens):
+        """What `_assemble` makes of one batch without spans or truncation, from the ids-only run, when
+        the template gives every token one type id (None otherwise): its numpy steps were most of a
+        small `__call__`."""
+        seq, pre, post, with_specials, alone = self._single_template()
+        type_id = with_specials if add_special_tokens else alone
+        if not seq or type_id is None:
+            return None
+        r = self._run(b, False, "cpu")
+        ids, row_off = self._add_specials(r["ids"], r["row_tok"], add_special_tokens)
+        mask = np.zeros(ids.shape[0], np.uint8)
+        if add_special_tokens:
+            for k in range(pre.shape[0]):
+                mask[row_off[:-1] + k] = 1
+            for k in range(post.shape[0]):
+                mask[row_off[1:] - 1 - k] = 1
+        return {"row_offsets": row_off, "ids": ids, "special_tokens_mask": mask,
+                "type_ids": np.full(ids.shape[0], type_id, np.uint8)}
 
     def _tokens(self, r, want_spans):
         """Per-token arrays of one raw run (numpy or CuPy): ids, row, column, per-row lengths, and with

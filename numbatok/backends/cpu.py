@@ -1210,3 +1210,6 @@ def wrap_rows(ids, row_off, pre, post):
         for q in range(post.shape[0]):
             out[p + q] = post[q]
     return out, new_off
+
+
+wrap_rows_serial = _on_this_thread(wrap_rows, "wrap_rows_serial")  # (a small call's: no threads to wake)
