@@ -617,9 +617,12 @@ class Tokenizer:
             fields["offset_mapping"] = out["offsets"]
         if padding in (False, None, "do_not_pad"):
             lens = out["row_offsets"][1:] - out["row_offsets"][:-1]
-            if return_tensors is None:
-                res = {k: [x.tolist() for x in RaggedEncoding(_host(v), _host(out["row_offsets"])).rows()]
-                       for k, v in fields.items()}
+            if return_tensors is None:  # (lists cut from one list each: np.split was a fifth of a small call)
+                ro = _host(out["row_offsets"]).tolist()
+                res = {}
+                for k, v in fields.items():
+                    flat = _host(v).tolist()
+                    res[k] = [flat[a:z] for a, z in zip(ro[:-1], ro[1:])]
                 res["attention_mask"] = [[1] * len(x) for x in res["input_ids"]]
                 return {k: v[0] for k, v in res.items()} if single else res
             if len(texts) and bool((lens != lens[0]).any()):

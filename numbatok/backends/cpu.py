@@ -27,6 +27,36 @@ from ..pipeline import compact_word, cut_at, piece_words, row_pieces, row_words,
 _EMPTY_I64 = np.zeros(0, np.int64)
 
 
+def _on_this_thread(kernel, name):
+    """`kernel`'s own code compiled without its parallel loop (its prange runs as a range on the calling
+    thread), cached under a name of its own: the small calls' twin of a parallel kernel, one source."""
+    f = kernel.py_func
+    g = types.FunctionType(f.__code__, f.__globals__, name, f.__defaults__, f.__closure__)
+    g.__qualname__ = name
+    return cpu_kernel(g)
+
+
+_TWINS = {}
+
+
+def _on(small):
+    """kernel -> the kernel to call for a call of this size: for a small one (under SERIAL_CALL bytes)
+    its twin on the calling thread, made at first use (waking the threads cost more than such a
+    call's work: ~5-10 us a launch)."""
+    return _twin if small else _itself
+
+
+def _itself(kernel):
+    return kernel
+
+
+def _twin(kernel):
+    name = kernel.py_func.__name__ + "_serial"
+    if name not in _TWINS:
+        _TWINS[name] = _on_this_thread(kernel, name)
+    return _TWINS[name]
+
+
 @cpu_kernel(parallel=True)
 def count_words(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first, counts):
     n = offsets.shape[0] - 1
@@ -213,50 +243,52 @@ def _readonly(a):
     return v
 
 
-def _pieces(data, offsets, at, classes):
+def _pieces(data, offsets, at, classes, small=False):
     """The pieces of every row around the raw-text added tokens: (row_piece, ps, pe, pk)."""
+    on = _on(small)
     counts = np.empty(offsets.shape[0] - 1, np.int64)
     z64, z32 = np.zeros(1, np.int64), np.zeros(1, np.int32)
     first4 = _readonly(first_bytes(at[4][0]))
-    split_pieces(False, data, offsets, classes, *at, first4, z64, z64, z64, z32, counts)
+    on(split_pieces)(False, data, offsets, classes, *at, first4, z64, z64, z64, z32, counts)
     row_piece = _scan(counts)
     m = int(row_piece[-1])
     ps, pe, pk = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int32)
-    split_pieces(True, data, offsets, classes, *at, first4, row_piece, ps, pe, pk, counts)
+    on(split_pieces)(True, data, offsets, classes, *at, first4, row_piece, ps, pe, pk, counts)
     return row_piece, ps, pe, pk
 
 
-def normalize_rows(norm, data, offsets, at, classes):
+def normalize_rows(norm, data, offsets, at, classes, small=False):
     """Added tokens' first pass, then every pass of Normalizer `norm`, over the batch (data, offsets).
 
     Returns (text, pb, pk, row_piece, ias, iae): the normalized buffer, where piece i is
     text[pb[i]:pb[i + 1]] (pk[i] = -1 for text, else the added token's id) and row r owns pieces
     row_piece[r]..row_piece[r + 1] - 1; byte j of `text` comes from original bytes [ias[j], iae[j]).
     """
+    on = _on(small)
     data, offsets = _readonly(data), _readonly(offsets)  # one specialization per kernel, for every caller
-    row_piece, ps, pe, pk = _pieces(data, offsets, at, classes)
+    row_piece, ps, pe, pk = _pieces(data, offsets, at, classes, small)
     m = ps.shape[0]
     z64, z32 = np.zeros(1, np.int64), np.zeros(1, np.int32)
     porig = ps
     ias, iae = np.empty(data.shape[0], np.int64), np.empty(data.shape[0], np.int64)
-    identity_alignments(data, ias, iae)
+    on(identity_alignments)(data, ias, iae)
     text, ias, iae = _readonly(data), _readonly(ias), _readonly(iae)
     tables = norm.tables.arrays()
     counts = np.empty(m, np.int64)
     for head, arg0, arg1, cmap, coff, cdata in norm.passes:
         item_off, n_items, icp, ich = np.zeros(m + 1, np.int64), np.zeros(m, np.int64), z32, z32
         if is_nf(head):
-            nf_items(False, head, text, ps, pe, pk, *tables, item_off, icp, ich, counts)
+            on(nf_items)(False, head, text, ps, pe, pk, *tables, item_off, icp, ich, counts)
             item_off = _scan(2 * counts)  # items, then sorting scratch
             icp, ich = np.empty(int(item_off[-1]), np.int32), np.empty(int(item_off[-1]), np.int32)
-            nf_items(True, head, text, ps, pe, pk, *tables, item_off, icp, ich, n_items)
+            on(nf_items)(True, head, text, ps, pe, pk, *tables, item_off, icp, ich, n_items)
         args = (head, arg0, arg1, cmap, coff, cdata, norm.sdata, norm.soff, tables[0], text, ias, iae, ps, pe, pk,
                 porig, icp, ich, item_off, n_items)
-        normalize_pieces(False, *args, z64, np.zeros(1, np.uint8), z64, z64, counts)
+        on(normalize_pieces)(False, *args, z64, np.zeros(1, np.uint8), z64, z64, counts)
         pb = _scan(counts)
         total = int(pb[-1])
         text, ias, iae = np.empty(total, np.uint8), np.empty(total, np.int64), np.empty(total, np.int64)
-        normalize_pieces(True, *args, pb, text, ias, iae, counts)
+        on(normalize_pieces)(True, *args, pb, text, ias, iae, counts)
         text, ias, iae = _readonly(text), _readonly(ias), _readonly(iae)
         ps, pe = pb[:-1], pb[1:]
     return text, pb, pk, row_piece, ias, iae
@@ -385,7 +417,7 @@ def char_rows(data, rows, row_piece, ps, pe, pk, cm, seen, status, pb):
 _NO_CHARS = (np.zeros(1, np.int32), _readonly(np.zeros(1, np.uint8)))
 
 
-def _char_mapped(norm, data, rows, row_piece, ps, pe, pk, pb):
+def _char_mapped(norm, data, rows, row_piece, ps, pe, pk, pb, on):
     """Which of the rows `rows` (not all ASCII) the normalizer's `char_map` maps, learning their
     characters first: (mask over rows, cm, cd). The mapped rows' pieces have their lengths in pb."""
     chars_ = norm.char_map()
@@ -394,12 +426,12 @@ def _char_mapped(norm, data, rows, row_piece, ps, pe, pk, pb):
     cm = chars_.arrays()[0]
     status = np.empty(rows.shape[0], np.uint8)
     seen = chars_.take_seen()
-    char_rows(data, rows, row_piece, ps, pe, pk, cm, seen, status, pb)
+    on(char_rows)(data, rows, row_piece, ps, pe, pk, cm, seen, status, pb)
     again = np.flatnonzero(status >= 2)
     if again.shape[0]:  # (checked and counted again once their characters are known)
         chars_.learn(marked(seen))
         sub = np.empty(again.shape[0], np.uint8)
-        char_rows(data, rows[again], row_piece, ps, pe, pk, cm, seen, sub, pb)
+        on(char_rows)(data, rows[again], row_piece, ps, pe, pk, cm, seen, sub, pb)
         status[again] = sub  # (bit 1 no more: every character marked was learned, and `marked` cleared it)
     chars_.give_seen(seen)
     # (taken after the checks: a character another thread learned meanwhile has its bytes in this `cd`)
@@ -407,20 +439,21 @@ def _char_mapped(norm, data, rows, row_piece, ps, pe, pk, pb):
     return status == 0, cm, cd
 
 
-def normalize_rows_ids(norm, data, offsets, at, classes):
+def normalize_rows_ids(norm, data, offsets, at, classes, small=False):
     """`normalize_rows` without alignments, for the ids-only path: (text, pb, pk, row_piece). All-ASCII
     rows take the normalizer's ASCII map (one pass, when it has one), other rows its `char_map` (when
     it has one and the row holds no unsafe character); only the rest run its passes."""
+    on = _on(small)
     amap = norm.ascii_map()
-    flags = ascii_rows(data, offsets) if amap is not None else None
+    flags = on(ascii_rows)(data, offsets) if amap is not None else None
     if flags is None or (not flags.any() and norm.char_map() is None):
-        return normalize_rows(norm, data, offsets, at, classes)[:4]
+        return normalize_rows(norm, data, offsets, at, classes, small)[:4]
     n = offsets.shape[0] - 1
-    row_piece, ps, pe, pk = _pieces(data, offsets, at, classes)
+    row_piece, ps, pe, pk = _pieces(data, offsets, at, classes, small)
     other = np.flatnonzero(flags == 0)
     row_sub = np.full(n, -1, np.int64)
     pb = np.zeros(ps.shape[0] + 1, np.int64)
-    mapped, cm, cd = _char_mapped(norm, data, other, row_piece, ps, pe, pk, pb)
+    mapped, cm, cd = _char_mapped(norm, data, other, row_piece, ps, pe, pk, pb, on)
     row_sub[other[mapped]] = -2
     other = other[~mapped]
     row_sub[other] = np.arange(other.shape[0])
@@ -429,29 +462,30 @@ def normalize_rows_ids(norm, data, offsets, at, classes):
     sub_text, sub_pb, sub_row_piece = _readonly(np.zeros(1, np.uint8)), z64, z64
     if other.shape[0]:  # (their alignments are computed and dropped: the passes have no ids-only mode)
         sub_text, sub_pb, _, sub_row_piece = normalize_rows(norm, *gather_rows(data, offsets, other), at,
-                                                            classes)[:4]
+                                                            classes, small)[:4]
     args = (data, ps, pe, pk, row_piece, row_sub, *amap, cm, cd, sub_text, sub_pb, sub_row_piece)
-    merge_pieces(False, *args, pb, np.zeros(1, np.uint8))
+    on(merge_pieces)(False, *args, pb, np.zeros(1, np.uint8))
     np.cumsum(pb, out=pb)
     text = np.empty(int(pb[-1]), np.uint8)
-    merge_pieces(True, *args, pb, text)
+    on(merge_pieces)(True, *args, pb, text)
     return text, pb, pk, row_piece
 
 
-def _words(tok, data, offsets):
+def _words(tok, data, offsets, small=False):
     """Words of every row: (text they point into, its row offsets, words per row, ws, we, wv, wk, alignment)."""
+    on = _on(small)
     n = offsets.shape[0] - 1
     pt = tok.spec.pre_tokenizer
     at = tok._added.arrays()
     classes = tok._classes
     counts = np.empty(n, np.int64)
     if tok._norm is None:
-        count_words(data, offsets, pt.prog, pt.add_prefix_space, classes, *at, counts)
+        on(count_words)(data, offsets, pt.prog, pt.add_prefix_space, classes, *at, counts)
         text, text_off, align = data, offsets, None
     else:
-        text, pb, pk, row_piece, ias, iae = normalize_rows(tok._norm, data, offsets, at, classes)
+        text, pb, pk, row_piece, ias, iae = normalize_rows(tok._norm, data, offsets, at, classes, small)
         z = np.zeros(1, np.int64)
-        piece_word_rows(False, text, pb, pk, row_piece, pt.prog, pt.add_prefix_space, classes, *at, z, z, z,
+        on(piece_word_rows)(False, text, pb, pk, row_piece, pt.prog, pt.add_prefix_space, classes, *at, z, z, z,
                         np.zeros(1, np.uint8), np.zeros(1, np.int32), counts)
         text_off, align = pb[row_piece], (ias, iae)
     row_word = _scan(counts)
@@ -461,19 +495,20 @@ def _words(tok, data, offsets):
     wv = np.empty(nw, np.uint8)
     wk = np.empty(nw, np.int32)
     if tok._norm is None:
-        fill_words(data, offsets, pt.prog, pt.add_prefix_space, classes, *at, row_word, ws, we, wv, wk)
+        on(fill_words)(data, offsets, pt.prog, pt.add_prefix_space, classes, *at, row_word, ws, we, wv, wk)
     else:
-        piece_word_rows(True, text, pb, pk, row_piece, pt.prog, pt.add_prefix_space, classes, *at, row_word,
+        on(piece_word_rows)(True, text, pb, pk, row_piece, pt.prog, pt.add_prefix_space, classes, *at, row_word,
                         ws, we, wv, wk, counts)
     return text, text_off, counts, row_word, ws, we, wv, wk, align
 
 
-def _model_distinct(tok, text, ws, we, wv, wk):
+def _model_distinct(tok, text, ws, we, wv, wk, small=False):
     """The model over each distinct word once; every word then points at its representative's
     tokens (cap_off per word), which the compaction copies with the word's own spans."""
     import numba
 
-    uid, first = distinct_words(text, ws, we, wv, wk, word_hashes(text, ws, we, wv, wk))
+    on = _on(small)
+    uid, first = distinct_words(text, ws, we, wv, wk, on(word_hashes)(text, ws, we, wv, wk))
     uws, uwe, uwv, uwk = ws[first], we[first], wv[first], wk[first]
     cap = np.where(uwk >= 0, 1, uwe - uws + uwv).astype(np.int64)
     ucap_off = _scan(cap)
@@ -482,8 +517,8 @@ def _model_distinct(tok, text, ws, we, wv, wk):
     cap_st = np.empty(total, np.int64)
     cap_en = np.empty(total, np.int64)
     untok = np.empty(first.shape[0], np.int64)
-    n_chunks = min(max(first.shape[0] // 256, 1), 8 * numba.get_num_threads())
-    encode_words(text, uws, uwe, uwv, uwk, ucap_off, *tok._model.arrays(), n_chunks, cap_ids, cap_st, cap_en, untok)
+    n_chunks = 1 if small else min(max(first.shape[0] // 256, 1), 8 * numba.get_num_threads())
+    on(encode_words)(text, uws, uwe, uwv, uwk, ucap_off, *tok._model.arrays(), n_chunks, cap_ids, cap_st, cap_en, untok)
     return ucap_off[uid], cap_ids, cap_st, cap_en, untok[uid]
 
 
@@ -492,8 +527,9 @@ def encode(tok, b, want_spans):
     data, offsets = _readonly(b.data), _readonly(b.offsets)  # one specialization per kernel (see encode_ids)
     n = len(offsets) - 1
     classes = tok._classes
-    text, text_off, counts, row_word, ws, we, wv, wk, align = _words(tok, data, offsets)
-    cap_off, cap_ids, cap_st, cap_en, ntok = _model_distinct(tok, text, ws, we, wv, wk)
+    small = int(offsets[-1] - offsets[0]) < SERIAL_CALL
+    text, text_off, counts, row_word, ws, we, wv, wk, align = _words(tok, data, offsets, small)
+    cap_off, cap_ids, cap_st, cap_en, ntok = _model_distinct(tok, text, ws, we, wv, wk, small)
     word_tok = _scan(ntok)
     T = int(word_tok[-1])
     ids = np.empty(T, np.int32)
@@ -508,7 +544,7 @@ def encode(tok, b, want_spans):
         t_st = t_en = np.zeros(0, np.int64)
         t_lead = t_trail = np.zeros(0, np.int32)
         t_added = np.zeros(0, np.uint8)
-    compact(text, ws, we, wv, wk, word_row, text_off, cap_off, cap_ids, cap_st, cap_en, word_tok, want_spans,
+    _on(small)(compact)(text, ws, we, wv, wk, word_row, text_off, cap_off, cap_ids, cap_st, cap_en, word_tok, want_spans,
             classes, tok._model.lead_spaces, tok._model.trail_spaces, ids, t_st, t_en, t_lead, t_trail, t_added)
     r = {"ids": ids, "row_tok": word_tok[row_word], "row_word": row_word, "word_tok": word_tok,
          "row_start": offsets[:-1]}
@@ -872,15 +908,6 @@ def scan_rest(c0, c1, text, text_off, chunk_row, asc, first4, at_data, at_off, a
                 row_ntok[r] = pos - start
 
 
-def _on_this_thread(kernel, name):
-    """`kernel`'s own code compiled without its parallel loop (its prange runs as a range on the calling
-    thread), cached under a name of its own: the small calls' twin of a parallel kernel, one source."""
-    f = kernel.py_func
-    g = types.FunctionType(f.__code__, f.__globals__, name, f.__defaults__, f.__closure__)
-    g.__qualname__ = name
-    return cpu_kernel(g)
-
-
 scan_rest_serial = _on_this_thread(scan_rest, "scan_rest_serial")
 encode_ids_chunks_serial = _on_this_thread(encode_ids_chunks, "encode_ids_chunks_serial")
 SERIAL_CALL = 1 << 13  # a call of fewer bytes runs `serial_ids`, on the calling thread
@@ -1124,7 +1151,7 @@ def encode_ids(tok, b, segment=True):
     if tok._norm is None:
         text, text_off, pb, pk, row_piece = data, offsets, _Z64, _Z32, _Z64
     else:
-        text, pb, pk, row_piece = normalize_rows_ids(tok._norm, data, offsets, at, tok._classes)
+        text, pb, pk, row_piece = normalize_rows_ids(tok._norm, data, offsets, at, tok._classes, serial)
         text_off = pb[row_piece]
     text, text_off = _readonly(text), _readonly(text_off)  # one compiled specialization for every input
     cache = tok._word_cache
