@@ -243,12 +243,18 @@ def _readonly(a):
     return v
 
 
+@functools.lru_cache(maxsize=64)
+def _raw_first4(first):
+    """`first_bytes` of the raw-text added tokens' bitmap (as bytes), once per tokenizer, not per call."""
+    return _readonly(first_bytes(np.frombuffer(first, np.uint8)))
+
+
 def _pieces(data, offsets, at, classes, small=False):
     """The pieces of every row around the raw-text added tokens: (row_piece, ps, pe, pk)."""
     on = _on(small)
     counts = np.empty(offsets.shape[0] - 1, np.int64)
     z64, z32 = np.zeros(1, np.int64), np.zeros(1, np.int32)
-    first4 = _readonly(first_bytes(at[4][0]))
+    first4 = _raw_first4(at[4][0].tobytes())
     on(split_pieces)(False, data, offsets, classes, *at, first4, z64, z64, z64, z32, counts)
     row_piece = _scan(counts)
     m = int(row_piece[-1])
