@@ -463,6 +463,11 @@ def table(rows):
     return "\n".join(out)
 
 
+def _ms(x):
+    """ms with three significant digits down to the microsecond (a one-row call is a few us)."""
+    return f"{x:.3f}" if x < 1 else f"{x:.2f}" if x < 100 else f"{x:,.0f}"
+
+
 def latency_table(rows):
     keys = ["batch 1", "batch 64", "batch 4096", "one 10 MB document"]
     out = ["", "| tokenizer | data | configuration | " + " | ".join(f"{k} (ms)" for k in keys) + " |",
@@ -470,7 +475,7 @@ def latency_table(rows):
     for r in rows:
         if r.get("latency_ms"):
             out.append(f"| {r['tokenizer']} | {r['data']} | {r['config']} | "
-                       + " | ".join(f"{r['latency_ms'][k]:.2f}" for k in keys) + " |")
+                       + " | ".join(_ms(r['latency_ms'][k]) for k in keys) + " |")
     return "\n".join(out)
 
 

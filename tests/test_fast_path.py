@@ -618,13 +618,15 @@ def test_small_calls_on_the_calling_thread_give_the_threaded_ids(name, docs, mon
     calls += [edge, edge + ["z" * (cpu.SERIAL_CALL - len("".join(edge).encode()))]]
     ref = reference_tok(name)
     want = [[e.ids for e in ref.encode_batch(c, add_special_tokens=False)] for c in calls]
-    seen = []
-    serial = cpu.serial_ids
+    seen, ascii_rows = [], []
+    serial, ascii_normalized = cpu.serial_ids, cpu.ascii_normalized
     monkeypatch.setattr(cpu, "serial_ids", lambda *a: seen.append(1) or serial(*a))
+    monkeypatch.setattr(cpu, "ascii_normalized", lambda *a: ascii_rows.append(1) or ascii_normalized(*a))
     tok = numbatok.Tokenizer.from_pretrained(name, device="cpu")
     for _ in range(2):  # cold, then warm
         assert [tok.encode_ragged(c, add_special_tokens=False).to_list() for c in calls] == want
     assert len(seen) == 2 * len(calls) - 2  # (every call but the one of SERIAL_CALL bytes)
+    assert (len(ascii_rows) == len(seen)) == (tok._norm is not None)  # (the normalizer's small calls: one step)
     monkeypatch.setattr(cpu, "SERIAL_CALL", 0)
     threaded = numbatok.Tokenizer.from_pretrained(name, device="cpu")
     assert [threaded.encode_ragged(c, add_special_tokens=False).to_list() for c in calls] == want

@@ -25,6 +25,7 @@ from ..kernels.lines import load8
 from ..pipeline import compact_word, cut_at, piece_words, row_pieces, row_words, store_tokens, word_tokens
 
 _EMPTY_I64 = np.zeros(0, np.int64)
+_Z64, _Z32 = np.zeros(1, np.int64), np.zeros(1, np.int32)  # (stand-ins for the arrays of a normalizer not there)
 
 
 def _on_this_thread(kernel, name):
@@ -445,12 +446,57 @@ def _char_mapped(norm, data, rows, row_piece, ps, pe, pk, pb, on):
     return status == 0, cm, cd
 
 
+split_pieces_serial = _twin(split_pieces)
+merge_pieces_serial = _twin(merge_pieces)
+
+
+@cpu_kernel
+def ascii_normalized(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4, amap_off, amap_data,
+                     amap1, cm, cd, sub_text, z64):
+    """`normalize_rows_ids` of a small call whose rows are all ASCII, in one compiled step on the calling
+    thread: (text, pb, pk, row_piece), or an empty row_piece when some row is not ASCII (the caller
+    then takes the general way). Its Python steps were half of a one-row bert call."""
+    n = offsets.shape[0] - 1
+    x = np.uint8(0)
+    for c in data[offsets[0]:offsets[n]]:
+        x |= c
+    if x >= 128:
+        return np.zeros(0, np.uint8), z64, np.zeros(1, np.int32), z64[:0]
+    counts = np.empty(n, np.int64)
+    z32 = np.zeros(1, np.int32)
+    split_pieces_serial(False, data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4, z64, z64,
+                        z64, z32, counts)
+    row_piece = np.empty(n + 1, np.int64)
+    row_piece[0] = 0
+    for r in range(n):
+        row_piece[r + 1] = row_piece[r] + counts[r]
+    m = row_piece[n]
+    ps, pe, pk = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int32)
+    split_pieces_serial(True, data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4, row_piece,
+                        ps, pe, pk, counts)
+    row_sub = np.full(n, -1, np.int64)
+    pb = np.zeros(m + 1, np.int64)
+    merge_pieces_serial(False, data, ps, pe, pk, row_piece, row_sub, amap_off, amap_data, amap1, cm, cd, sub_text, z64,
+                        z64, pb, np.zeros(1, np.uint8))
+    for i in range(m):
+        pb[i + 1] += pb[i]
+    text = np.empty(pb[m], np.uint8)
+    merge_pieces_serial(True, data, ps, pe, pk, row_piece, row_sub, amap_off, amap_data, amap1, cm, cd, sub_text, z64,
+                        z64, pb, text)
+    return text, pb, pk, row_piece
+
+
 def normalize_rows_ids(norm, data, offsets, at, classes, small=False):
     """`normalize_rows` without alignments, for the ids-only path: (text, pb, pk, row_piece). All-ASCII
     rows take the normalizer's ASCII map (one pass, when it has one), other rows its `char_map` (when
     it has one and the row holds no unsafe character); only the rest run its passes."""
     on = _on(small)
     amap = norm.ascii_map()
+    if small and amap is not None:
+        got = ascii_normalized(data, offsets, classes, *at, _raw_first4(at[4][0].tobytes()), *amap, *_NO_CHARS,
+                               _NO_CHARS[1], _Z64)
+        if got[3].shape[0]:
+            return got
     flags = on(ascii_rows)(data, offsets) if amap is not None else None
     if flags is None or (not flags.any() and norm.char_map() is None):
         return normalize_rows(norm, data, offsets, at, classes, small)[:4]
@@ -1109,9 +1155,6 @@ def _segmentable(tok):
         return tok._norm is None or all(head in _PER_CHAR_HEADS and all(op in _PER_CHAR_OPS for op in ops)
                                         for head, _, _, ops in tok._norm.plan)
     return False
-
-
-_Z64, _Z32 = np.zeros(1, np.int64), np.zeros(1, np.int32)  # (stand-ins for the arrays of a normalizer not there)
 
 
 def _ids_consts(tok):
