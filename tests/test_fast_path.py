@@ -225,15 +225,17 @@ def test_chunk_plan_covers_every_row_once(threads):
 
 @pytest.mark.parametrize("name", ["gpt2", "bert-base-uncased"])
 def test_first_call_on_other_input_compiles_nothing(name):
-    """After one call, inputs built another way (ASCII str, mixed scripts, bytes, all-ASCII or not)
-    reuse the compiled kernels: nothing compiles in the middle of a job (a first pass over a new
-    corpus once spent 4 s compiling a second specialization)."""
+    """After a large call and a small one (on all threads, and on the calling thread), inputs built
+    another way (ASCII str, mixed scripts, bytes, all-ASCII or not) reuse the compiled kernels:
+    nothing compiles in the middle of a job (a first pass over a new corpus once spent 4 s compiling
+    a second specialization)."""
     from numbatok.backends import cpu
     tok = numbatok.Tokenizer.from_pretrained(name, device="cpu")
     # (U+1D15E decomposes to a mark that BERT keeps: its row takes the normalizer's passes, not the char map)
     for _ in range(2):  # (the second call finds its words cached, as a job's later batches do)
-        tok.encode_ragged(["Привет, 世界! naïve", "plain ascii", "", "long é " * 40_000, "\U0001D15E"],
-                          add_special_tokens=False)
+        for rows in (["Привет, 世界! naïve", "plain ascii", "", "long é " * 40_000, "\U0001D15E"],
+                     ["Привет, 世界! naïve", "plain ascii", "", "\U0001D15E", "x" * 2000]):
+            tok.encode_ragged(rows, add_special_tokens=False)
     kernels = [v for v in vars(cpu).values() if hasattr(v, "signatures")]
     before = {k: len(k.signatures) for k in kernels}
     for batch in (["only ascii here", "and here"], ["ascii", "日本語"], [b"bytes in", b"\xc3\xa9"],
@@ -632,3 +634,27 @@ def test_small_calls_on_the_calling_thread_give_the_threaded_ids(name, docs, mon
     assert [threaded.encode_ragged(c, add_special_tokens=False).to_list() for c in calls] == want
     assert len(seen) == 2 * len(calls) - 2
     assert _cached_words(tok._word_cache) == _cached_words(threaded._word_cache)
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_small_calls_with_offsets_give_the_threaded_encodings(name, docs, monkeypatch):
+    """`encode_batch` under SERIAL_CALL bytes runs the spans path's kernels on the calling thread (their
+    twins, the distinct words' model in one step): the reference's ids, offsets, tokens and word ids,
+    and what the threaded kernels give."""
+    from numbatok.backends import cpu
+    rng = np.random.default_rng(11)
+    special = {"gpt2": "<|endoftext|>", "roberta-base": "<mask>"}.get(name, "[SEP]")
+    pieces = [" the", "'s", " naïve", "日本", "\xa0", "\n\n", "  ", "12", ".", special, " " + special, "x" * 90,
+              "e\u0301", "İ", "ﬁ", "Ⅻ"]
+    calls = [["".join(rng.choice(pieces, rng.integers(0, 10))) for _ in range(rng.integers(1, 6))]
+             for _ in range(60)] + [docs[:3], [""]]
+    ref = reference_tok(name)
+
+    def fields(encs):
+        return [(e.ids, e.offsets, e.tokens, e.word_ids) for e in encs]
+
+    want = [fields(ref.encode_batch(c)) for c in calls]
+    tok = numbatok.Tokenizer.from_pretrained(name, device="cpu")
+    assert [fields(tok.encode_batch(c)) for c in calls] == want
+    monkeypatch.setattr(cpu, "SERIAL_CALL", 0)
+    assert [fields(tok.encode_batch(c)) for c in calls] == want

@@ -530,6 +530,9 @@ def _words(tok, data, offsets, small=False):
     pt = tok.spec.pre_tokenizer
     at = tok._added.arrays()
     classes = tok._classes
+    if tok._norm is None and small:
+        counts, row_word, ws, we, wv, wk = words_serial(data, offsets, pt.prog, pt.add_prefix_space, classes, *at)
+        return data, offsets, counts, row_word, ws, we, wv, wk, None
     counts = np.empty(n, np.int64)
     if tok._norm is None:
         on(count_words)(data, offsets, pt.prog, pt.add_prefix_space, classes, *at, counts)
@@ -538,7 +541,7 @@ def _words(tok, data, offsets, small=False):
         text, pb, pk, row_piece, ias, iae = normalize_rows(tok._norm, data, offsets, at, classes, small)
         z = np.zeros(1, np.int64)
         on(piece_word_rows)(False, text, pb, pk, row_piece, pt.prog, pt.add_prefix_space, classes, *at, z, z, z,
-                        np.zeros(1, np.uint8), np.zeros(1, np.int32), counts)
+                            np.zeros(1, np.uint8), np.zeros(1, np.int32), counts)
         text_off, align = pb[row_piece], (ias, iae)
     row_word = _scan(counts)
     nw = int(row_word[-1])
@@ -550,8 +553,30 @@ def _words(tok, data, offsets, small=False):
         on(fill_words)(data, offsets, pt.prog, pt.add_prefix_space, classes, *at, row_word, ws, we, wv, wk)
     else:
         on(piece_word_rows)(True, text, pb, pk, row_piece, pt.prog, pt.add_prefix_space, classes, *at, row_word,
-                        ws, we, wv, wk, counts)
+                            ws, we, wv, wk, counts)
     return text, text_off, counts, row_word, ws, we, wv, wk, align
+
+
+count_words_serial = _twin(count_words)
+fill_words_serial = _twin(fill_words)
+
+
+@cpu_kernel
+def words_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first):
+    """`_words` of a small call without a normalizer, in one compiled step on the calling thread:
+    (words per row, each row's first word, ws, we, wv, wk)."""
+    n = offsets.shape[0] - 1
+    counts = np.empty(n, np.int64)
+    count_words_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first, counts)
+    row_word = np.empty(n + 1, np.int64)
+    row_word[0] = 0
+    for r in range(n):
+        row_word[r + 1] = row_word[r] + counts[r]
+    nw = row_word[n]
+    ws, we, wv, wk = np.empty(nw, np.int64), np.empty(nw, np.int64), np.empty(nw, np.uint8), np.empty(nw, np.int32)
+    fill_words_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first, row_word,
+                      ws, we, wv, wk)
+    return counts, row_word, ws, we, wv, wk
 
 
 def _model_distinct(tok, text, ws, we, wv, wk, small=False):
@@ -559,8 +584,9 @@ def _model_distinct(tok, text, ws, we, wv, wk, small=False):
     tokens (cap_off per word), which the compaction copies with the word's own spans."""
     import numba
 
-    on = _on(small)
-    uid, first = distinct_words(text, ws, we, wv, wk, on(word_hashes)(text, ws, we, wv, wk))
+    if small:
+        return model_distinct_serial(text, ws, we, wv, wk, *tok._model.arrays())
+    uid, first = distinct_words(text, ws, we, wv, wk, word_hashes(text, ws, we, wv, wk))
     uws, uwe, uwv, uwk = ws[first], we[first], wv[first], wk[first]
     cap = np.where(uwk >= 0, 1, uwe - uws + uwv).astype(np.int64)
     ucap_off = _scan(cap)
@@ -569,8 +595,34 @@ def _model_distinct(tok, text, ws, we, wv, wk, small=False):
     cap_st = np.empty(total, np.int64)
     cap_en = np.empty(total, np.int64)
     untok = np.empty(first.shape[0], np.int64)
-    n_chunks = 1 if small else min(max(first.shape[0] // 256, 1), 8 * numba.get_num_threads())
-    on(encode_words)(text, uws, uwe, uwv, uwk, ucap_off, *tok._model.arrays(), n_chunks, cap_ids, cap_st, cap_en, untok)
+    n_chunks = min(max(first.shape[0] // 256, 1), 8 * numba.get_num_threads())
+    encode_words(text, uws, uwe, uwv, uwk, ucap_off, *tok._model.arrays(), n_chunks, cap_ids, cap_st, cap_en, untok)
+    return ucap_off[uid], cap_ids, cap_st, cap_en, untok[uid]
+
+
+word_hashes_serial = _twin(word_hashes)
+encode_words_serial = _twin(encode_words)
+
+
+@cpu_kernel
+def model_distinct_serial(text, ws, we, wv, wk, tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids,
+                          byte_fallback_ids, affix, params):
+    """`_model_distinct` of a small call in one compiled step on the calling thread (its numpy steps
+    were a third of a one-document `encode`)."""
+    uid, first = distinct_words(text, ws, we, wv, wk, word_hashes_serial(text, ws, we, wv, wk))
+    nu = first.shape[0]
+    uws, uwe, uwv, uwk = ws[first], we[first], wv[first], wk[first]
+    ucap_off = np.empty(nu + 1, np.int64)
+    ucap_off[0] = 0
+    for u in range(nu):
+        ucap_off[u + 1] = ucap_off[u] + (1 if uwk[u] >= 0 else uwe[u] - uws[u] + uwv[u])
+    total = ucap_off[nu]
+    cap_ids = np.empty(total, np.int32)
+    cap_st = np.empty(total, np.int64)
+    cap_en = np.empty(total, np.int64)
+    untok = np.empty(nu, np.int64)
+    encode_words_serial(text, uws, uwe, uwv, uwk, ucap_off, tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
+                        byte_ids, byte_fallback_ids, affix, params, 1, cap_ids, cap_st, cap_en, untok)
     return ucap_off[uid], cap_ids, cap_st, cap_en, untok[uid]
 
 
@@ -596,8 +648,9 @@ def encode(tok, b, want_spans):
         t_st = t_en = np.zeros(0, np.int64)
         t_lead = t_trail = np.zeros(0, np.int32)
         t_added = np.zeros(0, np.uint8)
-    _on(small)(compact)(text, ws, we, wv, wk, word_row, text_off, cap_off, cap_ids, cap_st, cap_en, word_tok, want_spans,
-            classes, tok._model.lead_spaces, tok._model.trail_spaces, ids, t_st, t_en, t_lead, t_trail, t_added)
+    _on(small)(compact)(text, ws, we, wv, wk, word_row, text_off, cap_off, cap_ids, cap_st, cap_en, word_tok,
+                        want_spans, classes, tok._model.lead_spaces, tok._model.trail_spaces, ids, t_st, t_en, t_lead,
+                        t_trail, t_added)
     r = {"ids": ids, "row_tok": word_tok[row_word], "row_word": row_word, "word_tok": word_tok,
          "row_start": offsets[:-1]}
     if want_spans:
