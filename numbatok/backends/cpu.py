@@ -1013,8 +1013,8 @@ def scan_rest(c0, c1, text, text_off, chunk_row, asc, first4, at_data, at_off, a
                 row_ntok[r] = pos - start
 
 
-scan_rest_serial = _on_this_thread(scan_rest, "scan_rest_serial")
-encode_ids_chunks_serial = _on_this_thread(encode_ids_chunks, "encode_ids_chunks_serial")
+scan_rest_serial = _twin(scan_rest)
+encode_ids_chunks_serial = _twin(encode_ids_chunks)
 SERIAL_CALL = 1 << 13  # a call of fewer bytes runs `serial_ids`, on the calling thread
 
 
@@ -1341,4 +1341,4 @@ def wrap_rows(ids, row_off, pre, post):
     return out, new_off
 
 
-wrap_rows_serial = _on_this_thread(wrap_rows, "wrap_rows_serial")  # (a small call's: no threads to wake)
+wrap_rows_serial = _twin(wrap_rows)  # (a small call's: no threads to wake)
