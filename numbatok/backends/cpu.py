@@ -841,7 +841,7 @@ def scan_block(text, p, a, b, asc, classes, sp, q, st, rec_flat, n_slots, bs, bm
     while n < BLOCK and p < b:
         if sp < p:
             sp = next_special(text, p, b)
-        fast = sp > p
+        fast = sp > p + 2 or sp >= b  # (a special byte at p + 1 or p + 2 is in the word or just after it)
         e = b
         if fast:
             e, q, st = next_start(text, p, a, b, q, st)
@@ -857,7 +857,7 @@ def scan_block(text, p, a, b, asc, classes, sp, q, st, rec_flat, n_slots, bs, bm
         m = e - p
         h = np.uint64(0)  # (0: a word the cache never holds)
         # (the two loads written out here, not `pack_key`'s: calling it, warm passes took 1.06-1.17x)
-        if fast and m <= KEY_BYTES and p + 16 <= nt:
+        if j == 0 and m <= KEY_BYTES and p + 16 <= nt:
             k0 = load8(text, p)
             k1 = load8(text, p + 8)
             if m < 8:
