@@ -535,7 +535,7 @@ def _words(tok, data, offsets, small=False):
         return data, offsets, counts, row_word, ws, we, wv, wk, None
     counts = np.empty(n, np.int64)
     if tok._norm is None:
-        on(count_words)(data, offsets, pt.prog, pt.add_prefix_space, classes, *at, counts)
+        count_words(data, offsets, pt.prog, pt.add_prefix_space, classes, *at, counts)
         text, text_off, align = data, offsets, None
     else:
         text, pb, pk, row_piece, ias, iae = normalize_rows(tok._norm, data, offsets, at, classes, small)
@@ -550,7 +550,7 @@ def _words(tok, data, offsets, small=False):
     wv = np.empty(nw, np.uint8)
     wk = np.empty(nw, np.int32)
     if tok._norm is None:
-        on(fill_words)(data, offsets, pt.prog, pt.add_prefix_space, classes, *at, row_word, ws, we, wv, wk)
+        fill_words(data, offsets, pt.prog, pt.add_prefix_space, classes, *at, row_word, ws, we, wv, wk)
     else:
         on(piece_word_rows)(True, text, pb, pk, row_piece, pt.prog, pt.add_prefix_space, classes, *at, row_word,
                             ws, we, wv, wk, counts)
