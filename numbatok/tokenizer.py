@@ -207,10 +207,13 @@ class Tokenizer:
         return self._sha256
 
     # ---- encode ----
-    def _run(self, b, want_spans, device=None):
+    def _run_checks(self):
         if self._unk_missing:
             raise NumbatokError(f"model.unk_token {self.spec.model.unk_token!r} is not in the vocab: the "
                                 "reference fails on any word that needs it; fix the file's unk_token")
+
+    def _run(self, b, want_spans, device=None):
+        self._run_checks()
         if (device or self._device_for(b)) == "cuda":
             from .backends import cuda as backend
             return backend.encode(self, b, want_spans)
@@ -456,23 +459,21 @@ class Tokenizer:
             groups = self._row_groups([b], True)
             if len(groups) > 1:
                 return [e for lo, hi in groups for e in self._raw_encodings(_batch.rows(b, lo, hi))]
-        r = _host(self._run(b, True, device))
-        n = len(r["row_tok"]) - 1
-        T = len(r["ids"])
-        tok_row = _segment_ids(np, r["row_tok"], T)
-        cum = r["char_index"]
-        base = cum[r["row_start"]][tok_row]
-        st = (cum[r["t_st"]] - base).tolist()
-        en = (cum[r["t_en"]] - base).tolist()
-        words = (_segment_ids(np, r["word_tok"], T) - r["row_word"][:-1][tok_row]).tolist()
-        ids = r["ids"].tolist()
-        lead, trail = r["t_lead"].tolist(), r["t_trail"].tolist()
+        cpu = _cpu()
+        if device == "cuda":
+            r = _host(self._run(b, True, device))
+            text, f, ro = r["text"], cpu.fields(r), r["row_tok"]
+        else:
+            self._run_checks()
+            text, f, ro = cpu.spans(self, b)
+        ids, st, en, words, lead, trail, added, s_st, s_en = f.tolist()
         i2t = self._id_to_token
         tokens = [i2t[i] for i in ids]
-        text, s_st, s_en = r["text"], r["s_st"], r["s_en"]  # the (normalized) text the tokens were cut from
-        for p in np.flatnonzero(r["t_added"] == 1).tolist():  # added tokens show the text they matched
-            tokens[p] = bytes(text[s_st[p]:s_en[p]]).decode("utf-8")
-        ro = r["row_tok"].tolist()
+        if 1 in added:  # added tokens show the text they matched
+            for p in np.flatnonzero(f[6]).tolist():
+                tokens[p] = bytes(text[s_st[p]:s_en[p]]).decode("utf-8")
+        n = len(ro) - 1
+        ro = ro.tolist()
         out = []
         for k in range(n):
             a, z = ro[k], ro[k + 1]

@@ -626,6 +626,87 @@ def model_distinct_serial(text, ws, we, wv, wk, tok_data, tok_offsets, vocab_slo
     return ucap_off[uid], cap_ids, cap_st, cap_en, untok[uid]
 
 
+compact_serial = _twin(compact)
+
+
+@cpu_kernel
+def spans_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first, tok_data,
+                 tok_offsets, vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix, params, lead_tab,
+                 trail_tab):
+    """A small call's `Encoding` fields (`token_table`) and its rows' token offsets, without a normalizer,
+    in one compiled step on the calling thread: `encode`'s eight steps, their numpy glue and the
+    fields' own were most of a one-text `Tokenizer.encode`."""
+    counts, row_word, ws, we, wv, wk = words_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids,
+                                                    at_flags, at_first)
+    cap_off, cap_ids, cap_st, cap_en, ntok = model_distinct_serial(data, ws, we, wv, wk, tok_data, tok_offsets,
+                                                                   vocab_slots, merges, byte_pairs, byte_ids,
+                                                                   byte_fallback_ids, affix, params)
+    n = offsets.shape[0] - 1
+    nw = ws.shape[0]
+    word_tok = np.empty(nw + 1, np.int64)
+    word_tok[0] = 0
+    for i in range(nw):
+        word_tok[i + 1] = word_tok[i] + ntok[i]
+    word_row = np.empty(nw, np.int64)
+    for r in range(n):
+        word_row[row_word[r]:row_word[r + 1]] = r
+    T = word_tok[nw]
+    ids = np.empty(T, np.int32)
+    t_st, t_en = np.empty(T, np.int64), np.empty(T, np.int64)
+    t_lead, t_trail = np.empty(T, np.int32), np.empty(T, np.int32)
+    t_added = np.empty(T, np.uint8)
+    compact_serial(data, ws, we, wv, wk, word_row, offsets, cap_off, cap_ids, cap_st, cap_en, word_tok, True, classes,
+                   lead_tab, trail_tab, ids, t_st, t_en, t_lead, t_trail, t_added)
+    row_tok = np.empty(n + 1, np.int64)
+    for r in range(n + 1):
+        row_tok[r] = word_tok[row_word[r]]
+    return token_table(char_index(data), offsets, row_tok, row_word, word_tok, ids, t_st, t_en, t_lead, t_trail,
+                       t_added, t_st, t_en), row_tok
+
+
+@cpu_kernel
+def token_table(cum, row_start, row_tok, row_word, word_tok, ids, t_st, t_en, t_lead, t_trail, t_added, s_st, s_en):
+    """A run's per-token fields as one (9, tokens) array, whose `tolist` gives an `Encoding`'s lists at
+    once: ids, character offsets within the row (start, end), the word's index within the row,
+    leading and trailing spaces (ByteLevel trimming), added-token flag, and the span in the text the
+    token was cut from (an added token shows that text). As numpy steps they were a fifth of a
+    one-text `Tokenizer.encode`."""
+    T = ids.shape[0]
+    f = np.empty((9, T), np.int64)
+    for r in range(row_tok.shape[0] - 1):
+        base = cum[row_start[r]]
+        for w in range(row_word[r], row_word[r + 1]):
+            for t in range(word_tok[w], word_tok[w + 1]):
+                f[0, t] = ids[t]
+                f[1, t] = cum[t_st[t]] - base
+                f[2, t] = cum[t_en[t]] - base
+                f[3, t] = w - row_word[r]
+                f[4, t] = t_lead[t]
+                f[5, t] = t_trail[t]
+                f[6, t] = t_added[t]
+                f[7, t] = s_st[t]
+                f[8, t] = s_en[t]
+    return f
+
+
+def spans(tok, b):
+    """(text the tokens were cut from, `token_table`, rows' token offsets) of host Batch `b`."""
+    data, offsets = _readonly(b.data), _readonly(b.offsets)
+    if int(offsets[-1] - offsets[0]) < SERIAL_CALL and tok._norm is None:
+        pt = tok.spec.pre_tokenizer
+        f, row_tok = spans_serial(data, offsets, pt.prog, pt.add_prefix_space, tok._classes, *tok._added.arrays(),
+                                  *tok._model.arrays(), tok._model.lead_spaces, tok._model.trail_spaces)
+        return data, f, row_tok
+    r = encode(tok, b, True)
+    return r["text"], fields(r), r["row_tok"]
+
+
+def fields(r):
+    """`token_table` of a run's raw arrays (host arrays, from either backend)."""
+    return token_table(r["char_index"], r["row_start"], r["row_tok"], r["row_word"], r["word_tok"], r["ids"],
+                       r["t_st"], r["t_en"], r["t_lead"], r["t_trail"], r["t_added"], r["s_st"], r["s_en"])
+
+
 def encode(tok, b, want_spans):
     """Runs the pipeline for Tokenizer `tok` over host Batch `b`; returns the raw per-token arrays."""
     data, offsets = _readonly(b.data), _readonly(b.offsets)  # one specialization per kernel (see encode_ids)
