@@ -279,12 +279,25 @@ def arrow_buffers(arr):
     return data, np.ascontiguousarray(offsets)
 
 
+def _from_one_str(t):
+    """One text: the commonest small call (`encode`, a one-row batch), in the fewest steps."""
+    try:
+        data = np.frombuffer(t.encode("utf-8"), dtype=np.uint8)
+    except UnicodeEncodeError as e:
+        raise _lone_surrogate(0, t[e.start]) from None
+    offsets = np.array((0, data.shape[0]), dtype=np.int64)
+    offsets.flags.writeable = False  # (as the kernels take it, see `_from_few_str`)
+    return Batch(data, offsets)
+
+
 def to_batch(texts):
     """Accepts str, bytes, a list/tuple of either, a pyarrow string array, a numpy str array or a Batch."""
+    if type(texts) is list and len(texts) == 1 and type(texts[0]) is str:
+        return _from_one_str(texts[0])
     if isinstance(texts, Batch):
         return texts
     if isinstance(texts, str):
-        texts = [texts]
+        return _from_one_str(texts)
     elif isinstance(texts, (bytes, bytearray, memoryview)):
         texts = [bytes(texts)]
     if texts is None:

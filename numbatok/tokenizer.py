@@ -323,6 +323,21 @@ class Tokenizer:
         return {"row_offsets": row_off, "ids": ids, "special_tokens_mask": mask,
                 "type_ids": np.full(ids.shape[0], type_id, np.uint8)}
 
+    def _id_lists(self, b, add_special_tokens):
+        """`__call__`'s lists (no padding, tensors, pairs, truncation or offsets) straight from the ids-only
+        run, when the template gives every token one type id (None otherwise): the arrays
+        `_ids_assembled` makes for tensors were half of a one-text call."""
+        seq, _, _, with_specials, alone = self._single_template()
+        type_id = with_specials if add_special_tokens else alone
+        if not seq or type_id is None or self._device_for(b) != "cpu":
+            return None
+        r = self._run(b, False, "cpu")
+        ids, row_off = self._add_specials(r["ids"], r["row_tok"], add_special_tokens)
+        flat, ro = ids.tolist(), row_off.tolist()
+        rows = [flat[a:z] for a, z in zip(ro[:-1], ro[1:])]
+        return {"input_ids": rows, "token_type_ids": [[type_id] * len(x) for x in rows],
+                "attention_mask": [[1] * len(x) for x in rows]}
+
     def _tokens(self, r, want_spans):
         """Per-token arrays of one raw run (numpy or CuPy): ids, row, column, per-row lengths, and with
         want_spans character offsets (untrimmed), trimming inputs and word indices."""
@@ -612,6 +627,11 @@ class Tokenizer:
                 raise NumbatokError("truncation needs max_length (numbatok does not know the model's maximum)")
             trunc = Truncation(int(max_length), int(stride), "longest_first" if truncation is True else truncation)
         batches = [_batch.to_batch(texts)] + ([_batch.to_batch(pairs)] if pairs is not None else [])
+        if (padding in (False, None, "do_not_pad") and return_tensors is None and pairs is None and trunc is None
+                and not return_offsets_mapping):
+            res = self._id_lists(batches[0], add_special_tokens)
+            if res is not None:
+                return {k: v[0] for k, v in res.items()} if single else res
         out = self._runs_assembled(batches, add_special_tokens, return_offsets_mapping, trunc)
         fields = {"input_ids": out["ids"], "token_type_ids": out["type_ids"]}
         if return_offsets_mapping:

@@ -126,3 +126,21 @@ def test_call_tensors_match_reference(name, texts, with_pairs, padding, trunc, m
     for k in ("input_ids", "token_type_ids", "attention_mask"):
         assert got[k].dtype == np.int64 and got[k].tolist() == want[k], k
     assert [[tuple(o) for o in row] for row in got["offset_mapping"].tolist()] == want["offset_mapping"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts=st.lists(text, min_size=1, max_size=5), specials=st.booleans(), single=st.booleans())
+def test_call_lists_match_reference(name, texts, specials, single):
+    """Without padding or tensors `__call__` returns lists (one row's for a str), as transformers does."""
+    ref = reference_tok(name)
+    ref.no_padding()
+    ref.no_truncation()
+    tok = numbatok_tok(name)
+    tok.no_padding()
+    tok.no_truncation()
+    encs = ref.encode_batch(texts, add_special_tokens=specials)
+    want = {key: [list(getattr(e, field)) for e in encs]
+            for key, field in (("input_ids", "ids"), ("token_type_ids", "type_ids"), ("attention_mask", "attention_mask"))}
+    got = tok(texts[0] if single else texts, add_special_tokens=specials)
+    assert got == ({k: v[0] for k, v in want.items()} if single else want)

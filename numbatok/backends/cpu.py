@@ -2,6 +2,7 @@
 import functools
 import types
 
+import numba
 import numpy as np
 
 from .._numba import cpu_kernel, fetch_add, jitable, prange, prefetch
@@ -582,8 +583,6 @@ def words_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at
 def _model_distinct(tok, text, ws, we, wv, wk, small=False):
     """The model over each distinct word once; every word then points at its representative's
     tokens (cap_off per word), which the compaction copies with the word's own spans."""
-    import numba
-
     if small:
         return model_distinct_serial(text, ws, we, wv, wk, *tok._model.arrays())
     uid, first = distinct_words(text, ws, we, wv, wk, word_hashes(text, ws, we, wv, wk))
@@ -1314,13 +1313,11 @@ def _ids_consts(tok):
 
 def encode_ids(tok, b, segment=True):
     """ids and row token offsets of host Batch `b` (no special tokens, no spans): the fast path."""
-    import numba
-
     # read-only views, whichever way the batch was built (str join, Arrow, bytes): every kernel then has
     # one compiled specialization, loaded by any earlier call, never compiled in the middle of a job
     data, offsets = _readonly(b.data), _readonly(b.offsets)
-    n = len(offsets) - 1
-    total = int(offsets[-1] - offsets[0])
+    n = offsets.shape[0] - 1
+    total = int(offsets[n]) - int(offsets[0])
     serial = total < SERIAL_CALL
     threads = 1 if serial else numba.get_num_threads()
     seg = max(total // (8 * threads), 1 << 16)

@@ -400,6 +400,7 @@ class WordCache:
         self.idata = np.zeros(1 << 16, np.int32)
         self.kdata = np.zeros(1 << 16, np.uint8)
         self.state = np.array([0, 0, self.max_entries, 0, self.max_key_bytes], np.int64)
+        self._lim = self._lim_list = self._lim_key = None
 
     def __len__(self):
         return int(self.state[0])
@@ -420,19 +421,27 @@ class WordCache:
         with self.lock:
             if self.readers:  # (a call reading these records holds the ids and keys arrays that go with them)
                 self.rec = self.rec.copy()
-            self._reserve(words, ids, key_bytes)
-            st = self.state.tolist()  # (Python ints: numpy scalars made this a few us of a small call)
-            lim = np.array([min(st[2], self.rec.shape[0] * 7 // 10), self.idata.shape[0],
-                            min(self.kdata.shape[0], st[4])], np.int64)
-            return self.rec, self.idata, self.kdata, self.state, lim
+            self._reserve(self.state.tolist(), words, ids, key_bytes)
+            return self.rec, self.idata, self.kdata, self.state, self._limits()
+
+    def _limits(self):
+        """lim for `insert_word`: (entries, ids, key bytes) that fit the arrays. It changes only with
+        their sizes, so it is made once per size (read-only to the kernels): a small call's opening
+        and closing were a quarter of it."""
+        key = (self.rec.shape[0], self.idata.shape[0], self.kdata.shape[0])
+        if self._lim_key != key:
+            lim = [min(self.max_entries, key[0] * 7 // 10), key[1], min(key[2], self.max_key_bytes)]
+            self._lim, self._lim_list, self._lim_key = np.array(lim, np.int64), lim, key
+        return self._lim
 
     def close_inserts(self, lim):
+        _, ids, key_bytes = self._lim_list if lim is self._lim else lim.tolist()
         with self.lock:  # (the counters ran past the room where words no longer fit)
-            st, (_, ids, key_bytes) = self.state, lim.tolist()
-            if st[1] > ids:
-                st[1] = ids
-            if st[3] > key_bytes:
-                st[3] = key_bytes
+            n_ids, n_key_bytes = self.state[1:4:2].tolist()
+            if n_ids > ids:
+                self.state[1] = ids
+            if n_key_bytes > key_bytes:
+                self.state[3] = key_bytes
         self.writer.release()
 
     def out_buffer(self, n):
@@ -466,13 +475,14 @@ class WordCache:
         with self.lock:
             self.readers -= 1
 
-    def _reserve(self, words, ids, key_bytes):
-        """Room for that many more words, ids and long-key bytes (within the limits).
+    def _reserve(self, st, words, ids, key_bytes):
+        """Room for that many more words, ids and long-key bytes (within the limits), given the state
+        st as a list.
 
         New arrays, never resized in place: a call still reading the old ones stays consistent (its
         records only ever point into its own ids array; `open_inserts` gives writers a copy of the
         records if a call is reading them). The records are rehashed only when their table grows."""
-        n, ni, _, nk, _ = self.state.tolist()
+        n, ni, _, nk, _ = st
         size = self.rec.shape[0]
         if (2 * (min(n + words, self.max_entries) + 1) <= size and ni + ids <= self.idata.shape[0]
                 and min(nk + key_bytes, self.max_key_bytes) <= self.kdata.shape[0]):
