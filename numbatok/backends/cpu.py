@@ -637,10 +637,105 @@ def spans_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at
     fields' own were most of a one-text `Tokenizer.encode`."""
     counts, row_word, ws, we, wv, wk = words_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids,
                                                     at_flags, at_first)
-    cap_off, cap_ids, cap_st, cap_en, ntok = model_distinct_serial(data, ws, we, wv, wk, tok_data, tok_offsets,
+    return spans_of_words(data, offsets, data, offsets, row_word, ws, we, wv, wk, _EMPTY_I64, _EMPTY_I64, classes,
+                          tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix,
+                          params, lead_tab, trail_tab)
+
+
+piece_word_rows_serial = _twin(piece_word_rows)
+
+
+@cpu_kernel
+def spans_ascii_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first, first4,
+                       amap_off, amap_data, tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids,
+                       byte_fallback_ids, affix, params, lead_tab, trail_tab):
+    """`spans_serial` of a small call with a normalizer that maps ASCII character by character
+    (`Normalizer.ascii_map`), whose rows are all ASCII: (fields, row_tok, normalized text), or
+    empty row_tok when some row is not (the caller takes the general way)."""
+    text, pb, pk, row_piece, ias, iae = ascii_aligned(data, offsets, classes, at_data, at_off, at_ids, at_flags,
+                                                      at_first, first4, amap_off, amap_data)
+    if row_piece.shape[0] == 0:
+        return np.empty((9, 0), np.int64), _EMPTY_I64, text
+    n = offsets.shape[0] - 1
+    z = np.zeros(1, np.int64)
+    counts = np.empty(n, np.int64)
+    piece_word_rows_serial(False, text, pb, pk, row_piece, pt_kind, pt_prefix, classes, at_data, at_off, at_ids,
+                           at_flags, at_first, z, z, z, np.zeros(1, np.uint8), np.zeros(1, np.int32), counts)
+    row_word = np.empty(n + 1, np.int64)
+    row_word[0] = 0
+    for r in range(n):
+        row_word[r + 1] = row_word[r] + counts[r]
+    nw = row_word[n]
+    ws, we, wv, wk = np.empty(nw, np.int64), np.empty(nw, np.int64), np.empty(nw, np.uint8), np.empty(nw, np.int32)
+    piece_word_rows_serial(True, text, pb, pk, row_piece, pt_kind, pt_prefix, classes, at_data, at_off, at_ids,
+                           at_flags, at_first, row_word, ws, we, wv, wk, counts)
+    text_off = np.empty(n + 1, np.int64)
+    for r in range(n + 1):
+        text_off[r] = pb[row_piece[r]]
+    f, row_tok = spans_of_words(data, offsets, text, text_off, row_word, ws, we, wv, wk, ias, iae, classes, tok_data,
+                                tok_offsets, vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix,
+                                params, lead_tab, trail_tab)
+    return f, row_tok, text
+
+
+@cpu_kernel
+def ascii_aligned(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4, amap_off, amap_data):
+    """`normalize_rows` of a small call whose rows are all ASCII, for a normalizer with an ASCII map:
+    (text, pb, pk, row_piece, ias, iae), every byte a character maps to aligned to that character, an
+    added token's bytes to themselves; an empty row_piece when some row is not ASCII."""
+    n = offsets.shape[0] - 1
+    x = np.uint8(0)
+    for c in data[offsets[0]:offsets[n]]:
+        x |= c
+    if x >= 128:
+        return np.zeros(0, np.uint8), _EMPTY_I64, np.zeros(0, np.int32), _EMPTY_I64, _EMPTY_I64, _EMPTY_I64
+    counts = np.empty(n, np.int64)
+    z64, z32 = np.zeros(1, np.int64), np.zeros(1, np.int32)
+    split_pieces_serial(False, data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4, z64, z64,
+                        z64, z32, counts)
+    row_piece = np.empty(n + 1, np.int64)
+    row_piece[0] = 0
+    for r in range(n):
+        row_piece[r + 1] = row_piece[r] + counts[r]
+    m = row_piece[n]
+    ps, pe, pk = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int32)
+    split_pieces_serial(True, data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4, row_piece,
+                        ps, pe, pk, counts)
+    pb = np.empty(m + 1, np.int64)
+    pb[0] = 0
+    for i in range(m):
+        k = pe[i] - ps[i]
+        if pk[i] < 0:
+            k = 0
+            for p in range(ps[i], pe[i]):
+                k += amap_off[data[p] + 1] - amap_off[data[p]]
+        pb[i + 1] = pb[i] + k
+    text = np.empty(pb[m], np.uint8)
+    ias, iae = np.empty(pb[m], np.int64), np.empty(pb[m], np.int64)
+    for i in range(m):
+        o = pb[i]
+        for p in range(ps[i], pe[i]):
+            if pk[i] >= 0:
+                text[o] = data[p]
+                ias[o], iae[o] = p, p + 1
+                o += 1
+            else:
+                for q in range(amap_off[data[p]], amap_off[data[p] + 1]):
+                    text[o] = amap_data[q]
+                    ias[o], iae[o] = p, p + 1
+                    o += 1
+    return text, pb, pk, row_piece, ias, iae
+
+
+@cpu_kernel
+def spans_of_words(data, offsets, text, text_off, row_word, ws, we, wv, wk, ias, iae, classes, tok_data, tok_offsets,
+                   vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix, params, lead_tab, trail_tab):
+    """`token_table` and row token offsets of a small call's words (ws.. into `text`, whose rows are
+    text_off; byte j of `text` from data[ias[j]:iae[j]], or `text` is `data` when ias is empty)."""
+    cap_off, cap_ids, cap_st, cap_en, ntok = model_distinct_serial(text, ws, we, wv, wk, tok_data, tok_offsets,
                                                                    vocab_slots, merges, byte_pairs, byte_ids,
                                                                    byte_fallback_ids, affix, params)
-    n = offsets.shape[0] - 1
+    n = text_off.shape[0] - 1
     nw = ws.shape[0]
     word_tok = np.empty(nw + 1, np.int64)
     word_tok[0] = 0
@@ -654,12 +749,18 @@ def spans_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at
     t_st, t_en = np.empty(T, np.int64), np.empty(T, np.int64)
     t_lead, t_trail = np.empty(T, np.int32), np.empty(T, np.int32)
     t_added = np.empty(T, np.uint8)
-    compact_serial(data, ws, we, wv, wk, word_row, offsets, cap_off, cap_ids, cap_st, cap_en, word_tok, True, classes,
+    compact_serial(text, ws, we, wv, wk, word_row, text_off, cap_off, cap_ids, cap_st, cap_en, word_tok, True, classes,
                    lead_tab, trail_tab, ids, t_st, t_en, t_lead, t_trail, t_added)
     row_tok = np.empty(n + 1, np.int64)
     for r in range(n + 1):
         row_tok[r] = word_tok[row_word[r]]
-    return token_table(char_index(data), offsets, row_tok, row_word, word_tok, ids, t_st, t_en, t_lead, t_trail,
+    o_st, o_en = t_st, t_en
+    if ias.shape[0]:  # (token spans are never empty)
+        o_st, o_en = np.empty(T, np.int64), np.empty(T, np.int64)
+        for t in range(T):
+            o_st[t] = ias[t_st[t]]
+            o_en[t] = iae[t_en[t] - 1]
+    return token_table(char_index(data), offsets, row_tok, row_word, word_tok, ids, o_st, o_en, t_lead, t_trail,
                        t_added, t_st, t_en), row_tok
 
 
@@ -691,11 +792,20 @@ def token_table(cum, row_start, row_tok, row_word, word_tok, ids, t_st, t_en, t_
 def spans(tok, b):
     """(text the tokens were cut from, `token_table`, rows' token offsets) of host Batch `b`."""
     data, offsets = _readonly(b.data), _readonly(b.offsets)
-    if int(offsets[-1] - offsets[0]) < SERIAL_CALL and tok._norm is None:
-        pt = tok.spec.pre_tokenizer
-        f, row_tok = spans_serial(data, offsets, pt.prog, pt.add_prefix_space, tok._classes, *tok._added.arrays(),
-                                  *tok._model.arrays(), tok._model.lead_spaces, tok._model.trail_spaces)
-        return data, f, row_tok
+    if int(offsets[-1]) - int(offsets[0]) < SERIAL_CALL:
+        pt, norm, model = tok.spec.pre_tokenizer, tok._norm, tok._model
+        if norm is None:
+            f, row_tok = spans_serial(data, offsets, pt.prog, pt.add_prefix_space, tok._classes, *tok._added.arrays(),
+                                      *model.arrays(), model.lead_spaces, model.trail_spaces)
+            return data, f, row_tok
+        amap = norm.ascii_map()
+        if amap is not None:
+            at = tok._added.arrays()
+            f, row_tok, text = spans_ascii_serial(data, offsets, pt.prog, pt.add_prefix_space, tok._classes, *at,
+                                                  _raw_first4(at[4][0].tobytes()), *amap[:2], *model.arrays(),
+                                                  model.lead_spaces, model.trail_spaces)
+            if row_tok.shape[0]:
+                return text, f, row_tok
     r = encode(tok, b, True)
     return r["text"], fields(r), r["row_tok"]
 
