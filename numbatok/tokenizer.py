@@ -466,8 +466,9 @@ class Tokenizer:
                               special_tokens_mask=out["special_tokens_mask"], word_ids=out["word_ids"])
 
     def _raw_encodings(self, texts):
-        """Each text encoded alone (no special tokens, untrimmed character offsets): Encoding objects
-        carrying what truncation, trimming and templates need."""
+        """Each text encoded alone (no special tokens): Encoding objects carrying what truncation,
+        trimming and templates need. Their character offsets are trimmed already (ByteLevel's
+        trim_offsets) unless truncation is set, which must cut them first."""
         b = _batch.to_batch(texts)
         device = self._device_for(b)
         if device == "cuda":
@@ -475,12 +476,15 @@ class Tokenizer:
             if len(groups) > 1:
                 return [e for lo, hi in groups for e in self._raw_encodings(_batch.rows(b, lo, hi))]
         cpu = _cpu()
+        pp = self.spec.post_processor
+        # (offsets trimmed here, in the compiled table, unless truncation is to cut the encodings first)
+        trim = 0 if not pp.trim_offsets or self._truncation is not None else 2 if pp.add_prefix_space else 1
         if device == "cuda":
             r = _host(self._run(b, True, device))
-            text, f, ro = r["text"], cpu.fields(r), r["row_tok"]
+            text, f, ro = r["text"], cpu.fields(r, trim), r["row_tok"]
         else:
             self._run_checks()
-            text, f, ro = cpu.spans(self, b)
+            text, f, ro = cpu.spans(self, b, trim)
         ids, st, en, words, lead, trail, added, s_st, s_en = f.tolist()
         i2t = self._id_to_token
         tokens = [i2t[i] for i in ids]
@@ -493,7 +497,8 @@ class Tokenizer:
         for k in range(n):
             a, z = ro[k], ro[k + 1]
             e = Encoding(ids[a:z], tokens[a:z], list(zip(st[a:z], en[a:z])), [0] * (z - a), [0] * (z - a), words[a:z])
-            e._lead, e._trail = lead[a:z], trail[a:z]
+            if not trim:
+                e._lead, e._trail = lead[a:z], trail[a:z]
             out.append(e)
         return out
 
@@ -508,7 +513,7 @@ class Tokenizer:
                                         "tokens the post-processor adds")
                 t = Truncation(t.max_length - n_added, t.stride, t.strategy, t.direction)
             a, b = truncate_pair(a, b, t)
-        if pp.trim_offsets:
+        if pp.trim_offsets and self._truncation is not None:  # (otherwise trimmed by `_raw_encodings`)
             for e in (a, b):
                 if e is not None:
                     trim_offsets(e, pp.add_prefix_space)

@@ -631,7 +631,7 @@ compact_serial = _twin(compact)
 @cpu_kernel
 def spans_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first, tok_data,
                  tok_offsets, vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix, params, lead_tab,
-                 trail_tab):
+                 trail_tab, trim):
     """A small call's `Encoding` fields (`token_table`) and its rows' token offsets, without a normalizer,
     in one compiled step on the calling thread: `encode`'s eight steps, their numpy glue and the
     fields' own were most of a one-text `Tokenizer.encode`."""
@@ -639,7 +639,7 @@ def spans_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at
                                                     at_flags, at_first)
     return spans_of_words(data, offsets, data, offsets, row_word, ws, we, wv, wk, _EMPTY_I64, _EMPTY_I64, classes,
                           tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix,
-                          params, lead_tab, trail_tab)
+                          params, lead_tab, trail_tab, trim)
 
 
 piece_word_rows_serial = _twin(piece_word_rows)
@@ -648,7 +648,7 @@ piece_word_rows_serial = _twin(piece_word_rows)
 @cpu_kernel
 def spans_ascii_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first, first4,
                        amap_off, amap_data, tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids,
-                       byte_fallback_ids, affix, params, lead_tab, trail_tab):
+                       byte_fallback_ids, affix, params, lead_tab, trail_tab, trim):
     """`spans_serial` of a small call with a normalizer that maps ASCII character by character
     (`Normalizer.ascii_map`), whose rows are all ASCII: (fields, row_tok, normalized text), or
     empty row_tok when some row is not (the caller takes the general way)."""
@@ -674,7 +674,7 @@ def spans_ascii_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_o
         text_off[r] = pb[row_piece[r]]
     f, row_tok = spans_of_words(data, offsets, text, text_off, row_word, ws, we, wv, wk, ias, iae, classes, tok_data,
                                 tok_offsets, vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix,
-                                params, lead_tab, trail_tab)
+                                params, lead_tab, trail_tab, trim)
     return f, row_tok, text
 
 
@@ -729,7 +729,8 @@ def ascii_aligned(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_
 
 @cpu_kernel
 def spans_of_words(data, offsets, text, text_off, row_word, ws, we, wv, wk, ias, iae, classes, tok_data, tok_offsets,
-                   vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix, params, lead_tab, trail_tab):
+                   vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix, params, lead_tab, trail_tab,
+                   trim):
     """`token_table` and row token offsets of a small call's words (ws.. into `text`, whose rows are
     text_off; byte j of `text` from data[ias[j]:iae[j]], or `text` is `data` when ias is empty)."""
     cap_off, cap_ids, cap_st, cap_en, ntok = model_distinct_serial(text, ws, we, wv, wk, tok_data, tok_offsets,
@@ -761,59 +762,71 @@ def spans_of_words(data, offsets, text, text_off, row_word, ws, we, wv, wk, ias,
             o_st[t] = ias[t_st[t]]
             o_en[t] = iae[t_en[t] - 1]
     return token_table(char_index(data), offsets, row_tok, row_word, word_tok, ids, o_st, o_en, t_lead, t_trail,
-                       t_added, t_st, t_en), row_tok
+                       t_added, t_st, t_en, trim), row_tok
 
 
 @cpu_kernel
-def token_table(cum, row_start, row_tok, row_word, word_tok, ids, t_st, t_en, t_lead, t_trail, t_added, s_st, s_en):
+def token_table(cum, row_start, row_tok, row_word, word_tok, ids, t_st, t_en, t_lead, t_trail, t_added, s_st, s_en,
+                trim):
     """A run's per-token fields as one (9, tokens) array, whose `tolist` gives an `Encoding`'s lists at
     once: ids, character offsets within the row (start, end), the word's index within the row,
     leading and trailing spaces (ByteLevel trimming), added-token flag, and the span in the text the
     token was cut from (an added token shows that text). As numpy steps they were a fifth of a
-    one-text `Tokenizer.encode`."""
+    one-text `Tokenizer.encode`. trim: 1, the offsets trimmed as ByteLevel's post-processor does
+    (`postprocess.trim_offsets`, a Python loop over every token); 2, the same with add_prefix_space."""
     T = ids.shape[0]
     f = np.empty((9, T), np.int64)
     for r in range(row_tok.shape[0] - 1):
         base = cum[row_start[r]]
         for w in range(row_word[r], row_word[r + 1]):
             for t in range(word_tok[w], word_tok[w + 1]):
+                a = cum[t_st[t]] - base
+                z = cum[t_en[t]] - base
+                lead, trail = t_lead[t], t_trail[t]
+                if trim > 0:
+                    if lead > 0:
+                        if trim == 2 and lead == 1 and (t == row_tok[r] or a == 0):
+                            lead = 0
+                        a = min(a + lead, z)
+                    if trail > 0 and z >= trail:
+                        z = max(z - trail, a)
                 f[0, t] = ids[t]
-                f[1, t] = cum[t_st[t]] - base
-                f[2, t] = cum[t_en[t]] - base
+                f[1, t] = a
+                f[2, t] = z
                 f[3, t] = w - row_word[r]
-                f[4, t] = t_lead[t]
-                f[5, t] = t_trail[t]
+                f[4, t] = lead
+                f[5, t] = trail
                 f[6, t] = t_added[t]
                 f[7, t] = s_st[t]
                 f[8, t] = s_en[t]
     return f
 
 
-def spans(tok, b):
+def spans(tok, b, trim=0):
     """(text the tokens were cut from, `token_table`, rows' token offsets) of host Batch `b`."""
     data, offsets = _readonly(b.data), _readonly(b.offsets)
     if int(offsets[-1]) - int(offsets[0]) < SERIAL_CALL:
         pt, norm, model = tok.spec.pre_tokenizer, tok._norm, tok._model
         if norm is None:
             f, row_tok = spans_serial(data, offsets, pt.prog, pt.add_prefix_space, tok._classes, *tok._added.arrays(),
-                                      *model.arrays(), model.lead_spaces, model.trail_spaces)
+                                      *model.arrays(), model.lead_spaces, model.trail_spaces, trim)
             return data, f, row_tok
         amap = norm.ascii_map()
         if amap is not None:
             at = tok._added.arrays()
             f, row_tok, text = spans_ascii_serial(data, offsets, pt.prog, pt.add_prefix_space, tok._classes, *at,
                                                   _raw_first4(at[4][0].tobytes()), *amap[:2], *model.arrays(),
-                                                  model.lead_spaces, model.trail_spaces)
+                                                  model.lead_spaces, model.trail_spaces, trim)
             if row_tok.shape[0]:
                 return text, f, row_tok
     r = encode(tok, b, True)
-    return r["text"], fields(r), r["row_tok"]
+    return r["text"], fields(r, trim), r["row_tok"]
 
 
-def fields(r):
+def fields(r, trim=0):
     """`token_table` of a run's raw arrays (host arrays, from either backend)."""
     return token_table(r["char_index"], r["row_start"], r["row_tok"], r["row_word"], r["word_tok"], r["ids"],
-                       r["t_st"], r["t_en"], r["t_lead"], r["t_trail"], r["t_added"], r["s_st"], r["s_en"])
+                       r["t_st"], r["t_en"], r["t_lead"], r["t_trail"], r["t_added"], r["s_st"], r["s_en"], trim)
 
 
 def encode(tok, b, want_spans):
