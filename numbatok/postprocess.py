@@ -187,6 +187,8 @@ def _special(ids, tokens, type_id):
 def apply_template(pp, seqs, add_special_tokens, id_to_token):
     """Template pieces in order, merged (overflows combined) into one encoding."""
     template = pp.single if len(seqs) == 1 else pp.pair
+    if not any(e.overflowing for e in seqs):
+        return _joined(pp, template, seqs, add_special_tokens, id_to_token)
     acc = _empty()
     for kind, x, type_id in template:
         if kind == "special":
@@ -200,6 +202,39 @@ def apply_template(pp, seqs, add_special_tokens, id_to_token):
     if pp.force_type_ids_zero and add_special_tokens:  # RobertaProcessing rebuilds overflows with type id 0
         _zero_type_ids(acc)
     return acc
+
+
+def _joined(pp, template, seqs, add_special_tokens, id_to_token):
+    """`apply_template` when no piece has overflows (no truncation windows): the fields joined once,
+    not merged piece by piece (the merges' copies were most of a short text's post-processing)."""
+    retype = "TemplateProcessing" in pp.kinds or pp.force_type_ids_zero or "BertProcessing" in pp.kinds
+    zero = pp.force_type_ids_zero
+    ids, tokens, offsets, type_ids, special, attention, words = [], [], [], [], [], [], []
+    for kind, x, type_id in template:
+        if kind == "special":
+            if add_special_tokens:
+                k = len(x)
+                ids += x
+                tokens += [id_to_token(i) for i in x]
+                offsets += [(0, 0)] * k
+                type_ids += [type_id] * k
+                special += [1] * k
+                attention += [1] * k
+                words += [None] * k
+        else:
+            e = seqs[x]
+            ids += e.ids
+            tokens += e.tokens
+            offsets += e.offsets
+            type_ids += [0 if zero else type_id] * len(e.ids) if retype else e.type_ids
+            special += e.special_tokens_mask
+            attention += e.attention_mask
+            words += e.word_ids
+    if zero and add_special_tokens:  # RobertaProcessing
+        type_ids = [0] * len(ids)
+    out = Encoding(ids, tokens, offsets, type_ids, special, words)
+    out.attention_mask = attention
+    return out
 
 
 def _zero_type_ids(e):
