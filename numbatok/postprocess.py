@@ -237,6 +237,36 @@ def _joined(pp, template, seqs, add_special_tokens, id_to_token):
     return out
 
 
+def single_parts(pp, add_special_tokens, id_to_token):
+    """What the single-sequence template adds around a text, as `_joined` adds it: (ids, tokens and
+    type ids before the text, the same after it, the text's type id), or
+    None for a template that does not hold its text exactly once. With these, a batch without
+    truncation gets its final encodings in one pass (no raw encoding, then a joined copy)."""
+    retype = "TemplateProcessing" in pp.kinds or pp.force_type_ids_zero or "BertProcessing" in pp.kinds
+    zero = pp.force_type_ids_zero
+    parts = ([], [], []), ([], [], [])
+    seq_type, side = None, 0
+    for kind, x, type_id in pp.single:
+        if kind == "special":
+            if add_special_tokens:
+                ids, tokens, types = parts[side]
+                ids += x
+                tokens += [id_to_token(i) for i in x]
+                types += [type_id] * len(x)
+        elif side == 0:
+            side = 1
+            seq_type = (0 if zero else type_id) if retype else 0  # (a raw text's type ids are 0)
+        else:
+            return None
+    if side == 0:
+        return None
+    if zero and add_special_tokens:  # RobertaProcessing
+        for _, _, types in parts:
+            types[:] = [0] * len(types)
+        seq_type = 0
+    return (*parts[0], *parts[1], seq_type)
+
+
 def _zero_type_ids(e):
     e.type_ids = [0] * len(e.ids)
     for o in e.overflowing:

@@ -16,7 +16,7 @@ from .added_tokens import AddedTable
 from .encoding import Encoding, RaggedEncoding, array_module as _xp
 from .errors import InvalidInputError, NumbatokError
 from .kernels.word_cache import WordCache
-from .postprocess import Padding, Truncation, apply_template, pad, trim_offsets, truncate_pair
+from .postprocess import Padding, Truncation, apply_template, pad, single_parts, trim_offsets, truncate_pair
 from . import models
 from . import unicode_tables
 
@@ -465,16 +465,17 @@ class Tokenizer:
         return RaggedEncoding(out["ids"], out["row_offsets"], offsets=out["offsets"], type_ids=out["type_ids"],
                               special_tokens_mask=out["special_tokens_mask"], word_ids=out["word_ids"])
 
-    def _raw_encodings(self, texts):
+    def _raw_encodings(self, texts, wrap=None):
         """Each text encoded alone (no special tokens): Encoding objects carrying what truncation,
         trimming and templates need. Their character offsets are trimmed already (ByteLevel's
-        trim_offsets) unless truncation is set, which must cut them first."""
+        trim_offsets) unless truncation is set, which must cut them first. With `wrap` (the
+        template's `single_parts`, when nothing is truncated), the final encodings instead."""
         b = _batch.to_batch(texts)
         device = self._device_for(b)
         if device == "cuda":
             groups = self._row_groups([b], True)
             if len(groups) > 1:
-                return [e for lo, hi in groups for e in self._raw_encodings(_batch.rows(b, lo, hi))]
+                return [e for lo, hi in groups for e in self._raw_encodings(_batch.rows(b, lo, hi), wrap)]
         cpu = _cpu()
         pp = self.spec.post_processor
         # (offsets trimmed here, in the compiled table, unless truncation is to cut the encodings first)
@@ -493,12 +494,40 @@ class Tokenizer:
                 tokens[p] = bytes(text[s_st[p]:s_en[p]]).decode("utf-8")
         n = len(ro) - 1
         ro = ro.tolist()
+        offsets = list(zip(st, en))
+        if wrap is not None:
+            return self._wrapped(wrap, ro, ids, tokens, offsets, words)
         out = []
         for k in range(n):
             a, z = ro[k], ro[k + 1]
-            e = Encoding(ids[a:z], tokens[a:z], list(zip(st[a:z], en[a:z])), [0] * (z - a), [0] * (z - a), words[a:z])
+            e = Encoding(ids[a:z], tokens[a:z], offsets[a:z], [0] * (z - a), [0] * (z - a), words[a:z])
             if not trim:
                 e._lead, e._trail = lead[a:z], trail[a:z]
+            out.append(e)
+        return out
+
+    @staticmethod
+    def _wrapped(wrap, ro, ids, tokens, offsets, words):
+        """Final encodings: each row between what the single template adds before and after it (as
+        `postprocess._joined` joins them), the lists built once per row."""
+        pre_ids, pre_tok, pre_type, post_ids, post_tok, post_type, seq_type = wrap
+        i, j = len(pre_ids), len(post_ids)
+        pre_off, post_off = [(0, 0)] * i, [(0, 0)] * j
+        pre_none, post_none = [None] * i, [None] * j
+        out = []
+        if i == j == 0:  # (nothing added: GPT-2's ByteLevel, or add_special_tokens=False)
+            for k in range(len(ro) - 1):
+                a, z = ro[k], ro[k + 1]
+                types = [seq_type] * (z - a)
+                out.append(Encoding(ids[a:z], tokens[a:z], offsets[a:z], types, [0] * (z - a), words[a:z]))
+            return out
+        for k in range(len(ro) - 1):
+            a, z = ro[k], ro[k + 1]
+            m = z - a
+            e = Encoding(pre_ids + ids[a:z] + post_ids, pre_tok + tokens[a:z] + post_tok,
+                         pre_off + offsets[a:z] + post_off,
+                         pre_type + [seq_type] * m + post_type, [1] * i + [0] * m + [1] * j,
+                         pre_none + words[a:z] + post_none)
             out.append(e)
         return out
 
@@ -532,6 +561,14 @@ class Tokenizer:
                 raise InvalidInputError(f"batch item {i}: a pair must be (text, text_pair), got {len(p)} items")
         firsts = [p[0] for p in pairs]
         seconds = [p[1] for p in pairs if p[1] is not None]
+        wrap = None
+        if not seconds and self._truncation is None and inputs:  # (nothing to cut: the template at once)
+            wrap = single_parts(self.spec.post_processor, add_special_tokens, self.id_to_token)
+        if wrap is not None:
+            out = self._raw_encodings(firsts, wrap)
+            if self._padding is not None:
+                pad(out, self._padding)
+            return out
         raw = self._raw_encodings(firsts + seconds) if inputs else []
         second_of = iter(raw[len(firsts):])
         out = []
