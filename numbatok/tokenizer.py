@@ -5,6 +5,7 @@ The flow of an encode (all steps batch-wide arrays, no Python per row or token):
   at capacity offsets) -> compaction -> [character offsets, ByteLevel trimming] -> template of
   special tokens -> RaggedEncoding (fast path) or Encoding objects (slow path).
 """
+import gc
 import os
 import hashlib
 
@@ -486,19 +487,18 @@ class Tokenizer:
         else:
             self._run_checks()
             text, f, ro = cpu.spans(self, b, trim)
-        ids, st, en, words, lead, trail, added, s_st, s_en = f.tolist()
+        ids, st, en, words = f[:4].tolist()  # (the table's other rows only where they are needed)
         i2t = self._id_to_token
         tokens = [i2t[i] for i in ids]
-        if 1 in added:  # added tokens show the text they matched
-            for p in np.flatnonzero(f[6]).tolist():
-                tokens[p] = bytes(text[s_st[p]:s_en[p]]).decode("utf-8")
-        n = len(ro) - 1
+        for p in np.flatnonzero(f[6]).tolist():  # added tokens show the text they matched
+            tokens[p] = bytes(text[f[7, p]:f[8, p]]).decode("utf-8")
         ro = ro.tolist()
         offsets = list(zip(st, en))
         if wrap is not None:
             return self._wrapped(wrap, ro, ids, tokens, offsets, words)
+        lead, trail = f[4:6].tolist() if not trim else ((), ())
         out = []
-        for k in range(n):
+        for k in range(len(ro) - 1):
             a, z = ro[k], ro[k + 1]
             e = Encoding(ids[a:z], tokens[a:z], offsets[a:z], [0] * (z - a), [0] * (z - a), words[a:z])
             if not trim:
@@ -561,15 +561,27 @@ class Tokenizer:
                 raise InvalidInputError(f"batch item {i}: a pair must be (text, text_pair), got {len(p)} items")
         firsts = [p[0] for p in pairs]
         seconds = [p[1] for p in pairs if p[1] is not None]
+        # Python's cycle collector paused while the objects are made: its passes over every tuple and
+        # list made so far were half of a large batch's time (none of them can form a cycle)
+        pause = gc.isenabled()
+        if pause:
+            gc.disable()
+        try:
+            return self._encodings(pairs, firsts, seconds, add_special_tokens)
+        finally:
+            if pause:
+                gc.enable()
+
+    def _encodings(self, pairs, firsts, seconds, add_special_tokens):
         wrap = None
-        if not seconds and self._truncation is None and inputs:  # (nothing to cut: the template at once)
+        if not seconds and self._truncation is None and pairs:  # (nothing to cut: the template at once)
             wrap = single_parts(self.spec.post_processor, add_special_tokens, self.id_to_token)
         if wrap is not None:
             out = self._raw_encodings(firsts, wrap)
             if self._padding is not None:
                 pad(out, self._padding)
             return out
-        raw = self._raw_encodings(firsts + seconds) if inputs else []
+        raw = self._raw_encodings(firsts + seconds) if pairs else []
         second_of = iter(raw[len(firsts):])
         out = []
         for i, p in enumerate(pairs):

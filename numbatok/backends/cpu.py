@@ -761,11 +761,11 @@ def spans_of_words(data, offsets, text, text_off, row_word, ws, we, wv, wk, ias,
         for t in range(T):
             o_st[t] = ias[t_st[t]]
             o_en[t] = iae[t_en[t] - 1]
-    return token_table(char_index(data), offsets, row_tok, row_word, word_tok, ids, o_st, o_en, t_lead, t_trail,
-                       t_added, t_st, t_en, trim), row_tok
+    return token_table_serial(char_index(data), offsets, row_tok, row_word, word_tok, ids, o_st, o_en, t_lead,
+                              t_trail, t_added, t_st, t_en, trim), row_tok
 
 
-@cpu_kernel
+@cpu_kernel(parallel=True)
 def token_table(cum, row_start, row_tok, row_word, word_tok, ids, t_st, t_en, t_lead, t_trail, t_added, s_st, s_en,
                 trim):
     """A run's per-token fields as one (9, tokens) array, whose `tolist` gives an `Encoding`'s lists at
@@ -776,7 +776,7 @@ def token_table(cum, row_start, row_tok, row_word, word_tok, ids, t_st, t_en, t_
     (`postprocess.trim_offsets`, a Python loop over every token); 2, the same with add_prefix_space."""
     T = ids.shape[0]
     f = np.empty((9, T), np.int64)
-    for r in range(row_tok.shape[0] - 1):
+    for r in prange(row_tok.shape[0] - 1):  # (serial in a small call's step: `token_table_serial`)
         base = cum[row_start[r]]
         for w in range(row_word[r], row_word[r + 1]):
             for t in range(word_tok[w], word_tok[w + 1]):
@@ -802,6 +802,10 @@ def token_table(cum, row_start, row_tok, row_word, word_tok, ids, t_st, t_en, t_
     return f
 
 
+token_table_serial = _twin(token_table)
+SMALL_TABLE = 1 << 12  # tokens: a smaller run's table is made on the calling thread
+
+
 def spans(tok, b, trim=0):
     """(text the tokens were cut from, `token_table`, rows' token offsets) of host Batch `b`."""
     data, offsets = _readonly(b.data), _readonly(b.offsets)
@@ -825,7 +829,7 @@ def spans(tok, b, trim=0):
 
 def fields(r, trim=0):
     """`token_table` of a run's raw arrays (host arrays, from either backend)."""
-    return token_table(r["char_index"], r["row_start"], r["row_tok"], r["row_word"], r["word_tok"], r["ids"],
+    return _on(r["ids"].shape[0] < SMALL_TABLE)(token_table)(r["char_index"], r["row_start"], r["row_tok"], r["row_word"], r["word_tok"], r["ids"],
                        r["t_st"], r["t_en"], r["t_lead"], r["t_trail"], r["t_added"], r["s_st"], r["s_en"], trim)
 
 
