@@ -7,7 +7,7 @@ Each case pairs a numbatok call with the `tokenizers` call a user would make ins
 their ids agree, then times them in turns: 7 rounds of a few hundred calls each, the median per
 call of each round, the median over rounds. The ratio (numbatok / tokenizers, lower is faster) is
 the median of the rounds' ratios: this machine's speed drifts within minutes, a ratio within one
-round much less. Texts: one short sentence, one ~500-byte paragraph of big.txt, 64 paragraphs.
+round much less. Texts: one short sentence, one ~500-byte paragraph of big.txt, 64 and 4,096 paragraphs.
 """
 import argparse
 import os
@@ -34,12 +34,15 @@ def cases(tok, ref, docs):
     short = "Hello, world! This is a short sentence."
     para = next(d for d in docs if 400 < len(d) < 600)
     batch = docs[100:164]
+    large = docs[:4096]
     return [
         ("encode, a short sentence", lambda: tok.encode(short), lambda: ref.encode(short),
          lambda a, b: a.ids == b.ids and a.offsets == b.offsets),
         ("encode, a paragraph", lambda: tok.encode(para), lambda: ref.encode(para),
          lambda a, b: a.ids == b.ids and a.offsets == b.offsets),
         ("encode_batch, 64 paragraphs", lambda: tok.encode_batch(batch), lambda: ref.encode_batch(batch),
+         lambda a, b: [e.ids for e in a] == [e.ids for e in b]),
+        ("encode_batch, 4,096 paragraphs", lambda: tok.encode_batch(large), lambda: ref.encode_batch(large),
          lambda a, b: [e.ids for e in a] == [e.ids for e in b]),
         ("encode_ragged, one sentence", lambda: tok.encode_ragged([short]), lambda: ref.encode_batch([short]),
          lambda a, b: a.to_list() == [e.ids for e in b]),
@@ -59,7 +62,7 @@ def run(name, corpus, rounds):
     for label, ours, theirs, same in cases(tok, ref, docs):
         if not same(ours(), theirs()):
             raise SystemExit(f"{name}: {label}: numbatok and tokenizers differ")
-        n = 30 if "64" in label else 300
+        n = 3 if "4,096" in label else 30 if "64" in label else 300
         for _ in range(3):
             ours(), theirs()
         a, b = [], []
