@@ -165,6 +165,7 @@ class Tokenizer:
         self._classes = unicode_tables.load()
         self._decoder = None  # built on the first decode: a tenth of a second that encoding never needs
         self._n_ids = n_ids
+        self._parts = {}  # (post-processor, add_special_tokens) -> `single_parts`
 
     def _decoder_table(self):
         """(bytes, offsets) of every token as the decoder writes it: rows 0..n_ids-1 for a token after
@@ -575,7 +576,7 @@ class Tokenizer:
     def _encodings(self, pairs, firsts, seconds, add_special_tokens):
         wrap = None
         if not seconds and self._truncation is None and pairs:  # (nothing to cut: the template at once)
-            wrap = single_parts(self.spec.post_processor, add_special_tokens, self.id_to_token)
+            wrap = self._single_parts(add_special_tokens)
         if wrap is not None:
             out = self._raw_encodings(firsts, wrap)
             if self._padding is not None:
@@ -598,7 +599,22 @@ class Tokenizer:
         """One text (and optionally its pair) -> Encoding, as `tokenizers.Tokenizer.encode`."""
         if not isinstance(sequence, (str, bytes)) or not (pair is None or isinstance(pair, (str, bytes))):
             raise InvalidInputError("encode takes one str (and an optional str pair); use encode_batch for lists")
+        if pair is None and self._truncation is None:  # (one text, nothing to cut: no batch's lists of pairs)
+            wrap = self._single_parts(add_special_tokens)
+            if wrap is not None:
+                out = self._raw_encodings(sequence, wrap)
+                if self._padding is not None:
+                    pad(out, self._padding)
+                return out[0]
         return self.encode_batch([(sequence, pair) if pair is not None else sequence], add_special_tokens)[0]
+
+    def _single_parts(self, add_special_tokens):
+        """`single_parts` of this tokenizer's template, made once per post-processor and flag."""
+        pp = self.spec.post_processor
+        key = (id(pp), bool(add_special_tokens))
+        if key not in self._parts:
+            self._parts[key] = single_parts(pp, add_special_tokens, self.id_to_token)
+        return self._parts[key]
 
     # ---- truncation and padding ----
     def enable_truncation(self, max_length, stride=0, strategy="longest_first", direction="right"):
