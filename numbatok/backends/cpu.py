@@ -452,19 +452,18 @@ merge_pieces_serial = _twin(merge_pieces)
 
 
 @cpu_kernel
-def ascii_normalized(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4, amap_off, amap_data,
-                     amap1, cm, cd, sub_text, z64):
-    """`normalize_rows_ids` of a small call whose rows are all ASCII, in one compiled step on the calling
-    thread: (text, pb, pk, row_piece), or an empty row_piece when some row is not ASCII (the caller
-    then takes the general way). Its Python steps were half of a one-row bert call."""
+def ascii_pieces(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4):
+    """(row_piece, ps, pe, pk): a small call's pieces around its raw-text added tokens, on the calling
+    thread, when every row is ASCII; an empty row_piece when some row is not (then the all-ASCII
+    steps leave the call to the general way)."""
     n = offsets.shape[0] - 1
     x = np.uint8(0)
     for c in data[offsets[0]:offsets[n]]:
         x |= c
     if x >= 128:
-        return np.zeros(0, np.uint8), z64, np.zeros(1, np.int32), z64[:0]
+        return _EMPTY_I64, _EMPTY_I64, _EMPTY_I64, np.zeros(0, np.int32)
     counts = np.empty(n, np.int64)
-    z32 = np.zeros(1, np.int32)
+    z64, z32 = np.zeros(1, np.int64), np.zeros(1, np.int32)
     split_pieces_serial(False, data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4, z64, z64,
                         z64, z32, counts)
     row_piece = np.empty(n + 1, np.int64)
@@ -475,6 +474,20 @@ def ascii_normalized(data, offsets, classes, at_data, at_off, at_ids, at_flags, 
     ps, pe, pk = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int32)
     split_pieces_serial(True, data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4, row_piece,
                         ps, pe, pk, counts)
+    return row_piece, ps, pe, pk
+
+
+@cpu_kernel
+def ascii_normalized(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4, amap_off, amap_data,
+                     amap1, cm, cd, sub_text, z64):
+    """`normalize_rows_ids` of a small call whose rows are all ASCII, in one compiled step on the calling
+    thread: (text, pb, pk, row_piece), or an empty row_piece when some row is not ASCII (the caller
+    then takes the general way). Its Python steps were half of a one-row bert call."""
+    row_piece, ps, pe, pk = ascii_pieces(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4)
+    if row_piece.shape[0] == 0:
+        return np.zeros(0, np.uint8), z64, np.zeros(1, np.int32), z64[:0]
+    n = offsets.shape[0] - 1
+    m = row_piece[n]
     row_sub = np.full(n, -1, np.int64)
     pb = np.zeros(m + 1, np.int64)
     merge_pieces_serial(False, data, ps, pe, pk, row_piece, row_sub, amap_off, amap_data, amap1, cm, cd, sub_text, z64,
@@ -563,18 +576,25 @@ fill_words_serial = _twin(fill_words)
 
 
 @cpu_kernel
+def word_room(counts):
+    """(each row's first word, ws, we, wv, wk) for rows of counts[r] words: the words' arrays, to fill."""
+    n = counts.shape[0]
+    row_word = np.empty(n + 1, np.int64)
+    row_word[0] = 0
+    for r in range(n):
+        row_word[r + 1] = row_word[r] + counts[r]
+    nw = row_word[n]
+    return row_word, np.empty(nw, np.int64), np.empty(nw, np.int64), np.empty(nw, np.uint8), np.empty(nw, np.int32)
+
+
+@cpu_kernel
 def words_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first):
     """`_words` of a small call without a normalizer, in one compiled step on the calling thread:
     (words per row, each row's first word, ws, we, wv, wk)."""
     n = offsets.shape[0] - 1
     counts = np.empty(n, np.int64)
     count_words_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first, counts)
-    row_word = np.empty(n + 1, np.int64)
-    row_word[0] = 0
-    for r in range(n):
-        row_word[r + 1] = row_word[r] + counts[r]
-    nw = row_word[n]
-    ws, we, wv, wk = np.empty(nw, np.int64), np.empty(nw, np.int64), np.empty(nw, np.uint8), np.empty(nw, np.int32)
+    row_word, ws, we, wv, wk = word_room(counts)
     fill_words_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first, row_word,
                       ws, we, wv, wk)
     return counts, row_word, ws, we, wv, wk
@@ -661,12 +681,7 @@ def spans_ascii_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_o
     counts = np.empty(n, np.int64)
     piece_word_rows_serial(False, text, pb, pk, row_piece, pt_kind, pt_prefix, classes, at_data, at_off, at_ids,
                            at_flags, at_first, z, z, z, np.zeros(1, np.uint8), np.zeros(1, np.int32), counts)
-    row_word = np.empty(n + 1, np.int64)
-    row_word[0] = 0
-    for r in range(n):
-        row_word[r + 1] = row_word[r] + counts[r]
-    nw = row_word[n]
-    ws, we, wv, wk = np.empty(nw, np.int64), np.empty(nw, np.int64), np.empty(nw, np.uint8), np.empty(nw, np.int32)
+    row_word, ws, we, wv, wk = word_room(counts)
     piece_word_rows_serial(True, text, pb, pk, row_piece, pt_kind, pt_prefix, classes, at_data, at_off, at_ids,
                            at_flags, at_first, row_word, ws, we, wv, wk, counts)
     text_off = np.empty(n + 1, np.int64)
@@ -683,24 +698,11 @@ def ascii_aligned(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_
     """`normalize_rows` of a small call whose rows are all ASCII, for a normalizer with an ASCII map:
     (text, pb, pk, row_piece, ias, iae), every byte a character maps to aligned to that character, an
     added token's bytes to themselves; an empty row_piece when some row is not ASCII."""
-    n = offsets.shape[0] - 1
-    x = np.uint8(0)
-    for c in data[offsets[0]:offsets[n]]:
-        x |= c
-    if x >= 128:
+    row_piece, ps, pe, pk = ascii_pieces(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4)
+    if row_piece.shape[0] == 0:
         return np.zeros(0, np.uint8), _EMPTY_I64, np.zeros(0, np.int32), _EMPTY_I64, _EMPTY_I64, _EMPTY_I64
-    counts = np.empty(n, np.int64)
-    z64, z32 = np.zeros(1, np.int64), np.zeros(1, np.int32)
-    split_pieces_serial(False, data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4, z64, z64,
-                        z64, z32, counts)
-    row_piece = np.empty(n + 1, np.int64)
-    row_piece[0] = 0
-    for r in range(n):
-        row_piece[r + 1] = row_piece[r] + counts[r]
+    n = offsets.shape[0] - 1
     m = row_piece[n]
-    ps, pe, pk = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int32)
-    split_pieces_serial(True, data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4, row_piece,
-                        ps, pe, pk, counts)
     pb = np.empty(m + 1, np.int64)
     pb[0] = 0
     for i in range(m):
