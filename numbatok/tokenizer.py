@@ -513,8 +513,6 @@ class Tokenizer:
         `postprocess._joined` joins them), the lists built once per row."""
         pre_ids, pre_tok, pre_type, post_ids, post_tok, post_type, seq_type = wrap
         i, j = len(pre_ids), len(post_ids)
-        pre_off, post_off = [(0, 0)] * i, [(0, 0)] * j
-        pre_none, post_none = [None] * i, [None] * j
         out = []
         if i == j == 0:  # (nothing added: GPT-2's ByteLevel, or add_special_tokens=False)
             for k in range(len(ro) - 1):
@@ -522,6 +520,8 @@ class Tokenizer:
                 types = [seq_type] * (z - a)
                 out.append(Encoding(ids[a:z], tokens[a:z], offsets[a:z], types, [0] * (z - a), words[a:z]))
             return out
+        pre_off, post_off = [(0, 0)] * i, [(0, 0)] * j
+        pre_none, post_none = [None] * i, [None] * j
         for k in range(len(ro) - 1):
             a, z = ro[k], ro[k + 1]
             m = z - a
@@ -599,14 +599,9 @@ class Tokenizer:
         """One text (and optionally its pair) -> Encoding, as `tokenizers.Tokenizer.encode`."""
         if not isinstance(sequence, (str, bytes)) or not (pair is None or isinstance(pair, (str, bytes))):
             raise InvalidInputError("encode takes one str (and an optional str pair); use encode_batch for lists")
-        if pair is None and self._truncation is None:  # (one text, nothing to cut: no batch's lists of pairs)
-            wrap = self._single_parts(add_special_tokens)
-            if wrap is not None:
-                out = self._raw_encodings(sequence, wrap)
-                if self._padding is not None:
-                    pad(out, self._padding)
-                return out[0]
-        return self.encode_batch([(sequence, pair) if pair is not None else sequence], add_special_tokens)[0]
+        if pair is None:  # (one text: none of a batch's lists of pairs)
+            return self._encodings([(sequence, None)], [sequence], [], add_special_tokens)[0]
+        return self.encode_batch([(sequence, pair)], add_special_tokens)[0]
 
     def _single_parts(self, add_special_tokens):
         """`single_parts` of this tokenizer's template, made once per post-processor and flag."""
