@@ -15,7 +15,7 @@ from ..added_tokens import first_bytes, holds_token, may_start
 from ..pre_tokenizers.byte_level import (A_ADDED, ALL_BITS, ascii_classes, ascii_word, match_end, next_special,
                                          next_start)
 from ..normalizers.passes import identity_alignment, is_nf, nf_piece, normalize_piece
-from ..kernels.dedup import distinct_words, word_hashes
+from ..kernels.dedup import distinct_words, distinct_words_parallel, word_hashes
 from ..kernels.utf8 import decode
 from ..normalizers.char_map import UNKNOWN, marked
 from ..normalizers.unicode_data import NCP
@@ -174,18 +174,32 @@ def piece_word_rows(write, data, pb, pk, row_piece, pt_kind, pt_prefix, classes,
                                 at_off, at_ids, at_flags, at_first, write, ws, we, wv, wk, k0) - k0
 
 
-@cpu_kernel
+@cpu_kernel(parallel=True)
 def char_index(data):
-    """cum[p] = number of characters that start before byte p (p = 0..len)."""
+    """cum[p] = number of characters that start before byte p (p = 0..len): blocks counted on all
+    threads, then filled from their starting counts (on one thread this was 20 ms of a 6.4 MB call)."""
     n = data.shape[0]
+    nb = (n + CHAR_BLOCK - 1) // CHAR_BLOCK
+    starts = np.zeros(nb + 1, np.int64)
+    for k in prange(nb):
+        c = 0
+        for p in range(k * CHAR_BLOCK, min(n, (k + 1) * CHAR_BLOCK)):
+            c += (data[p] & 0xC0) != 0x80
+        starts[k + 1] = c
+    for k in range(nb):
+        starts[k + 1] += starts[k]
     cum = np.empty(n + 1, np.int64)
-    c = 0
-    for p in range(n):
-        cum[p] = c
-        if (data[p] & 0xC0) != 0x80:
-            c += 1
-    cum[n] = c
+    for k in prange(nb):
+        c = starts[k]
+        for p in range(k * CHAR_BLOCK, min(n, (k + 1) * CHAR_BLOCK)):
+            cum[p] = c
+            c += (data[p] & 0xC0) != 0x80
+    cum[n] = starts[nb]
     return cum
+
+
+CHAR_BLOCK = 1 << 16
+char_index_serial = _twin(char_index)
 
 
 @cpu_kernel
@@ -605,7 +619,8 @@ def _model_distinct(tok, text, ws, we, wv, wk, small=False):
     tokens (cap_off per word), which the compaction copies with the word's own spans."""
     if small:
         return model_distinct_serial(text, ws, we, wv, wk, *tok._model.arrays())
-    uid, first = distinct_words(text, ws, we, wv, wk, word_hashes(text, ws, we, wv, wk))
+    uid, first = distinct_words_parallel(text, ws, we, wv, wk, word_hashes(text, ws, we, wv, wk),
+                                         2 * numba.get_num_threads())
     uws, uwe, uwv, uwk = ws[first], we[first], wv[first], wk[first]
     cap = np.where(uwk >= 0, 1, uwe - uws + uwv).astype(np.int64)
     ucap_off = _scan(cap)
@@ -763,7 +778,7 @@ def spans_of_words(data, offsets, text, text_off, row_word, ws, we, wv, wk, ias,
         for t in range(T):
             o_st[t] = ias[t_st[t]]
             o_en[t] = iae[t_en[t] - 1]
-    return token_table_serial(char_index(data), offsets, row_tok, row_word, word_tok, ids, o_st, o_en, t_lead,
+    return token_table_serial(char_index_serial(data), offsets, row_tok, row_word, word_tok, ids, o_st, o_en, t_lead,
                               t_trail, t_added, t_st, t_en, trim), row_tok
 
 
@@ -831,8 +846,9 @@ def spans(tok, b, trim=0):
 
 def fields(r, trim=0):
     """`token_table` of a run's raw arrays (host arrays, from either backend)."""
-    return _on(r["ids"].shape[0] < SMALL_TABLE)(token_table)(r["char_index"], r["row_start"], r["row_tok"], r["row_word"], r["word_tok"], r["ids"],
-                       r["t_st"], r["t_en"], r["t_lead"], r["t_trail"], r["t_added"], r["s_st"], r["s_en"], trim)
+    table = _on(r["ids"].shape[0] < SMALL_TABLE)(token_table)
+    return table(r["char_index"], r["row_start"], r["row_tok"], r["row_word"], r["word_tok"], r["ids"], r["t_st"],
+                 r["t_en"], r["t_lead"], r["t_trail"], r["t_added"], r["s_st"], r["s_en"], trim)
 
 
 def encode(tok, b, want_spans):
@@ -864,8 +880,8 @@ def encode(tok, b, want_spans):
          "row_start": offsets[:-1]}
     if want_spans:
         # t_st/t_en: spans in the original bytes; s_st/s_en: in `text`, the (normalized) buffer they were cut from
-        r.update(t_st=t_st, t_en=t_en, t_lead=t_lead, t_trail=t_trail, t_added=t_added, char_index=char_index(data),
-                 text=text, s_st=t_st, s_en=t_en)
+        r.update(t_st=t_st, t_en=t_en, t_lead=t_lead, t_trail=t_trail, t_added=t_added,
+                 char_index=_on(small)(char_index)(data), text=text, s_st=t_st, s_en=t_en)
         if align is not None:  # normalized spans -> original bytes (token spans are never empty)
             r.update(t_st=align[0][t_st], t_en=align[1][t_en - 1])
     return r
