@@ -250,8 +250,8 @@ class Tokenizer:
         """`_assemble` over one run per batch (texts, and their pairs); on the GPU in groups of rows
         (`_row_groups`), whose outputs are joined."""
         device = self._device_for(batches[0])
-        if device == "cpu" and len(batches) == 1 and truncation is None and not want_spans:
-            out = self._ids_assembled(batches[0], add_special_tokens)
+        if device == "cpu" and len(batches) == 1 and truncation is None:
+            out = (self._spans_assembled if want_spans else self._ids_assembled)(batches[0], add_special_tokens)
             if out is not None:
                 return out
         groups = self._row_groups(batches, want_spans) if device == "cuda" else [(0, len(batches[0]))]
@@ -324,6 +324,25 @@ class Tokenizer:
                 mask[row_off[1:] - 1 - k] = 1
         return {"row_offsets": row_off, "ids": ids, "special_tokens_mask": mask,
                 "type_ids": np.full(ids.shape[0], type_id, np.uint8)}
+
+    def _spans_assembled(self, b, add_special_tokens):
+        """What `_assemble` makes of one batch with spans and without truncation, from the token table
+        (`cpu.spans`, ByteLevel's trimming done there) in compiled steps, when the template gives every
+        token one type id (None otherwise)."""
+        seq, pre, post, with_specials, alone = self._single_template()
+        type_id = with_specials if add_special_tokens else alone
+        if not seq or type_id is None:
+            return None
+        pp = self.spec.post_processor
+        self._run_checks()
+        cpu = _cpu()
+        _, f, row_tok = cpu.spans(self, b, 0 if not pp.trim_offsets else 2 if pp.add_prefix_space else 1)
+        if not add_special_tokens:
+            pre = post = pre[:0]
+        wrap = cpu.wrap_table if f.shape[1] >= cpu.SMALL_TABLE else cpu.wrap_table_serial
+        row_off, ids, offsets, special, words = wrap(f, row_tok, pre, post)
+        return {"row_offsets": row_off, "ids": ids, "special_tokens_mask": special, "offsets": offsets,
+                "word_ids": words, "type_ids": np.full(ids.shape[0], type_id, np.uint8)}
 
     def _id_lists(self, b, add_special_tokens):
         """`__call__`'s lists (no padding, tensors, pairs, truncation or offsets) straight from the ids-only
