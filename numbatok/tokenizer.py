@@ -5,7 +5,6 @@ The flow of an encode (all steps batch-wide arrays, no Python per row or token):
   at capacity offsets) -> compaction -> [character offsets, ByteLevel trimming] -> template of
   special tokens -> RaggedEncoding (fast path) or Encoding objects (slow path).
 """
-import gc
 import os
 import hashlib
 
@@ -14,7 +13,7 @@ import numpy as np
 from . import batch as _batch
 from . import decoders, spec as _spec
 from .added_tokens import AddedTable
-from .encoding import Encoding, RaggedEncoding, array_module as _xp
+from .encoding import Encoding, RaggedEncoding, array_module as _xp, row_lists, without_gc
 from .errors import InvalidInputError, NumbatokError
 from .kernels.word_cache import WordCache
 from .postprocess import Padding, Truncation, apply_template, pad, single_parts, trim_offsets, truncate_pair
@@ -354,10 +353,7 @@ class Tokenizer:
             return None
         r = self._run(b, False, "cpu")
         ids, row_off = self._add_specials(r["ids"], r["row_tok"], add_special_tokens)
-        flat, ro = ids.tolist(), row_off.tolist()
-        rows = [flat[a:z] for a, z in zip(ro[:-1], ro[1:])]
-        return {"input_ids": rows, "token_type_ids": [[type_id] * len(x) for x in rows],
-                "attention_mask": [[1] * len(x) for x in rows]}
+        return without_gc(_id_row_lists, ids.tolist(), row_off.tolist(), type_id)
 
     def _tokens(self, r, want_spans):
         """Per-token arrays of one raw run (numpy or CuPy): ids, row, column, per-row lengths, and with
@@ -581,16 +577,8 @@ class Tokenizer:
                 raise InvalidInputError(f"batch item {i}: a pair must be (text, text_pair), got {len(p)} items")
         firsts = [p[0] for p in pairs]
         seconds = [p[1] for p in pairs if p[1] is not None]
-        # Python's cycle collector paused while the objects are made: its passes over every tuple and
-        # list made so far were half of a large batch's time (none of them can form a cycle)
-        pause = gc.isenabled()
-        if pause:
-            gc.disable()
-        try:
-            return self._encodings(pairs, firsts, seconds, add_special_tokens)
-        finally:
-            if pause:
-                gc.enable()
+        # (the cycle collector's passes over every tuple and list made so far were half of 8,192 paragraphs' time)
+        return without_gc(self._encodings, pairs, firsts, seconds, add_special_tokens)
 
     def _encodings(self, pairs, firsts, seconds, add_special_tokens):
         wrap = None
@@ -723,12 +711,7 @@ class Tokenizer:
         if padding in (False, None, "do_not_pad"):
             lens = out["row_offsets"][1:] - out["row_offsets"][:-1]
             if return_tensors is None:  # (lists cut from one list each: np.split was a fifth of a small call)
-                ro = _host(out["row_offsets"]).tolist()
-                res = {}
-                for k, v in fields.items():
-                    flat = _host(v).tolist()
-                    res[k] = [flat[a:z] for a, z in zip(ro[:-1], ro[1:])]
-                res["attention_mask"] = [[1] * len(x) for x in res["input_ids"]]
+                res = without_gc(_field_lists, fields, _host(out["row_offsets"]).tolist())
                 return {k: v[0] for k, v in res.items()} if single else res
             if len(texts) and bool((lens != lens[0]).any()):
                 raise NumbatokError("rows have different lengths: pass padding=True to return tensors")
@@ -761,6 +744,20 @@ class Tokenizer:
 
     def __repr__(self):
         return f"Tokenizer(model={type(self.spec.model).__name__[:-4]}, vocab_size={self.vocab_size}, device={self.device!r})"
+
+
+def _id_row_lists(flat, ro, type_id):
+    rows = row_lists(flat, ro)
+    return {"input_ids": rows, "token_type_ids": [[type_id] * len(x) for x in rows],
+            "attention_mask": [[1] * len(x) for x in rows]}
+
+
+def _field_lists(fields, ro):
+    res = {}
+    for k, v in fields.items():
+        res[k] = row_lists(_host(v).tolist(), ro)
+    res["attention_mask"] = [[1] * len(x) for x in res["input_ids"]]
+    return res
 
 
 def _budget(value):
