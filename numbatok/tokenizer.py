@@ -332,10 +332,9 @@ class Tokenizer:
         type_id = with_specials if add_special_tokens else alone
         if not seq or type_id is None:
             return None
-        pp = self.spec.post_processor
         self._run_checks()
         cpu = _cpu()
-        _, f, row_tok = cpu.spans(self, b, 0 if not pp.trim_offsets else 2 if pp.add_prefix_space else 1)
+        _, f, row_tok = cpu.spans(self, b, self._trim(False))
         if not add_special_tokens:
             pre = post = pre[:0]
         wrap = cpu.wrap_table if f.shape[1] >= cpu.SMALL_TABLE else cpu.wrap_table_serial
@@ -494,9 +493,8 @@ class Tokenizer:
             if len(groups) > 1:
                 return [e for lo, hi in groups for e in self._raw_encodings(_batch.rows(b, lo, hi), wrap)]
         cpu = _cpu()
-        pp = self.spec.post_processor
         # (offsets trimmed here, in the compiled table, unless truncation is to cut the encodings first)
-        trim = 0 if not pp.trim_offsets or self._truncation is not None else 2 if pp.add_prefix_space else 1
+        trim = self._trim(self._truncation is not None)
         if device == "cuda":
             r = _host(self._run(b, True, device))
             text, f, ro = r["text"], cpu.fields(r, trim), r["row_tok"]
@@ -521,6 +519,12 @@ class Tokenizer:
                 e._lead, e._trail = lead[a:z], trail[a:z]
             out.append(e)
         return out
+
+    def _trim(self, truncated):
+        """`token_table`'s trim for this post-processor: 0 none (or truncation must cut the offsets
+        first), 1 ByteLevel's trim_offsets, 2 the same with add_prefix_space."""
+        pp = self.spec.post_processor
+        return 0 if not pp.trim_offsets or truncated else 2 if pp.add_prefix_space else 1
 
     @staticmethod
     def _wrapped(wrap, ro, ids, tokens, offsets, words):

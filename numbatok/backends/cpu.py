@@ -15,7 +15,7 @@ from ..added_tokens import first_bytes, holds_token, may_start
 from ..pre_tokenizers.byte_level import (A_ADDED, ALL_BITS, ascii_classes, ascii_word, match_end, next_special,
                                          next_start)
 from ..normalizers.passes import identity_alignment, is_nf, nf_piece, normalize_piece
-from ..kernels.dedup import distinct_words, distinct_words_parallel, word_hashes
+from ..kernels.dedup import distinct_words, word_hashes
 from ..kernels.utf8 import decode
 from ..normalizers.char_map import UNKNOWN, marked
 from ..normalizers.unicode_data import NCP
@@ -619,8 +619,7 @@ def _model_distinct(tok, text, ws, we, wv, wk, small=False):
     tokens (cap_off per word), which the compaction copies with the word's own spans."""
     if small:
         return model_distinct_serial(text, ws, we, wv, wk, *tok._model.arrays())
-    uid, first = distinct_words_parallel(text, ws, we, wv, wk, word_hashes(text, ws, we, wv, wk),
-                                         2 * numba.get_num_threads())
+    uid, first = distinct_words(text, ws, we, wv, wk, word_hashes(text, ws, we, wv, wk), 2 * numba.get_num_threads())
     uws, uwe, uwv, uwk = ws[first], we[first], wv[first], wk[first]
     cap = np.where(uwk >= 0, 1, uwe - uws + uwv).astype(np.int64)
     ucap_off = _scan(cap)
@@ -635,6 +634,7 @@ def _model_distinct(tok, text, ws, we, wv, wk, small=False):
 
 
 word_hashes_serial = _twin(word_hashes)
+distinct_words_serial = _twin(distinct_words)
 encode_words_serial = _twin(encode_words)
 
 
@@ -643,7 +643,7 @@ def model_distinct_serial(text, ws, we, wv, wk, tok_data, tok_offsets, vocab_slo
                           byte_fallback_ids, affix, params):
     """`_model_distinct` of a small call in one compiled step on the calling thread (its numpy steps
     were a third of a one-document `encode`)."""
-    uid, first = distinct_words(text, ws, we, wv, wk, word_hashes_serial(text, ws, we, wv, wk))
+    uid, first = distinct_words_serial(text, ws, we, wv, wk, word_hashes_serial(text, ws, we, wv, wk), 1)
     nu = first.shape[0]
     uws, uwe, uwv, uwk = ws[first], we[first], wv[first], wk[first]
     ucap_off = np.empty(nu + 1, np.int64)
@@ -1584,8 +1584,9 @@ def wrap_table(f, row_tok, pre, post):
     words = np.empty(T, np.int64)
     for r in prange(n):
         p = new_off[r]
-        for q in range(a + b):
-            k = p + q if q < a else new_off[r + 1] - (a + b) + q
+        e = new_off[r + 1] - b
+        for q in range(a + b):  # (the template's tokens: pre at the row's start, post at its end)
+            k = p + q if q < a else e + q - a
             ids[k] = pre[q] if q < a else post[q - a]
             offs[k, 0] = 0
             offs[k, 1] = 0

@@ -32,45 +32,14 @@ def same_word(data, ws, we, wv, wk, i, j):
     return same_bytes(data, ws[i], data, ws[j], we[i] - ws[i])
 
 
-@cpu_kernel
-def distinct_words(data, ws, we, wv, wk, hashes):
-    """(uid per word, first occurrence of each distinct word): words i and j get the same uid exactly
-    when they are byte-identical with the same prefix flag and kind."""
-    n = ws.shape[0]
-    size = 1
-    while size < 2 * n + 2:
-        size *= 2
-    mask = size - 1
-    slots = np.full(size, -1, np.int64)
-    uid = np.empty(n, np.int64)
-    first = np.empty(n, np.int64)
-    count = 0
-    for i in range(n):
-        h = hashes[i]
-        s = np.int64(h & np.uint64(mask))
-        while True:
-            u = slots[s]
-            if u < 0:
-                slots[s] = count
-                first[count] = i
-                uid[i] = count
-                count += 1
-                break
-            j = first[u]
-            if hashes[j] == h and same_word(data, ws, we, wv, wk, i, j):
-                uid[i] = u
-                break
-            s = (s + 1) & mask
-    return uid, first[:count]
-
-
 @cpu_kernel(parallel=True)
-def distinct_words_parallel(data, ws, we, wv, wk, hashes, parts):
-    """`distinct_words` on all threads, for a large call (on one thread it was a quarter of a 6.4 MB
-    call's spans path): the words split into `parts` by their hash's high bits, each part
-    deduplicated in a table of its own (the hash kept in the slot, so that a probe that misses reads
-    one line), then the parts' distinct words numbered one after another. The same classes of
-    words as `distinct_words`; the distinct words come grouped by part, not in first-seen order."""
+def distinct_words(data, ws, we, wv, wk, hashes, parts):
+    """(uid per word, first occurrence of each distinct word): words i and j get the same uid exactly
+    when they are byte-identical with the same prefix flag and kind. The words are split into `parts`
+    by their hash's high bits, each part deduplicated in a table of its own on its own thread (the
+    hash kept in the slot, so that a probe that misses reads one line; the table sized by the
+    distinct words found), then the parts' distinct words numbered one after another. On one thread
+    this was a quarter of a 6.4 MB call's spans path; a small call runs its serial twin, one part."""
     n = ws.shape[0]
     part = np.empty(n, np.int64)
     pstart = np.zeros(parts + 1, np.int64)
@@ -90,7 +59,9 @@ def distinct_words_parallel(data, ws, we, wv, wk, hashes, parts):
     count = np.zeros(parts + 1, np.int64)
     for p in prange(parts):
         lo, hi = pstart[p], pstart[p + 1]
-        size = 1 << 10
+        size = 2
+        while size < min(2 * (hi - lo) + 2, 1 << 10):
+            size *= 2
         mask = size - 1
         slot = np.full((size, 2), -1, np.int64)  # (distinct word, its hash): one line per probe
         c = 0
