@@ -33,6 +33,7 @@ import numpy as np
 
 from . import __version__
 from . import batch as _batch
+from .backends import to_host
 from .errors import NumbatokError, UnsupportedComponentError
 from .kernels import jsonl
 
@@ -189,7 +190,7 @@ def _chunks(paths, field, block_bytes, progress):
 
 
 def _host(a):
-    return a.get() if hasattr(a, "get") else np.asarray(a)
+    return np.asarray(to_host(a))
 
 
 def _write_npz(path, ids_file, n_ids, row_offsets):

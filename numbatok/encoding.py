@@ -83,8 +83,7 @@ class RaggedEncoding:
 
     def to_host(self):
         """The same result with every array as numpy (a no-op on the CPU backend)."""
-        def host(a):
-            return a.get() if a is not None and not isinstance(a, np.ndarray) and hasattr(a, "get") else a
+        from .backends import to_host as host
         return RaggedEncoding(host(self.ids), host(self.row_offsets), host(self.offsets), host(self.type_ids),
                               host(self.special_tokens_mask), host(self.word_ids))
 
@@ -94,8 +93,8 @@ class RaggedEncoding:
 
     def to_list(self):
         """Python lists of ids per row (the slow path, for interop)."""
-        ids = self.ids.get() if hasattr(self.ids, "get") else self.ids
-        ro = self.row_offsets.get() if hasattr(self.row_offsets, "get") else self.row_offsets
+        from .backends import to_host
+        ids, ro = to_host(self.ids), to_host(self.row_offsets)
         return without_gc(row_lists, ids.tolist(), ro.tolist())
 
     def to_padded(self, pad_id=0, length=None, side="right"):

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import batch as _batch
-from .backends import cpu
+from .backends import cpu, to_host
 from .kernels import jsonl
 from .kernels import lines as _lines
 from .errors import NumbatokError
@@ -671,7 +671,7 @@ def host_array(a):
     if isinstance(a, np.ndarray):
         return a
     if hasattr(a, "get"):
-        return a.get()
+        return to_host(a)
     if hasattr(a, "copy_to_host"):
         return a.copy_to_host()
     return np.asarray(a)

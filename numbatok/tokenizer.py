@@ -11,6 +11,7 @@ import hashlib
 import numpy as np
 
 from . import batch as _batch
+from .backends import to_host
 from . import decoders, spec as _spec
 from .added_tokens import AddedTable
 from .encoding import Encoding, RaggedEncoding, array_module as _xp, row_lists, without_gc
@@ -798,7 +799,7 @@ def _host(x):
         return {k: _host(v) for k, v in x.items()}
     if isinstance(x, tuple):
         return tuple(_host(v) for v in x)
-    return x.get() if hasattr(x, "get") and not isinstance(x, np.ndarray) else x
+    return to_host(x)
 
 
 def _to_tensor(a, kind):

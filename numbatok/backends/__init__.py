@@ -2,6 +2,8 @@
 import os
 import sys
 
+import numpy as np
+
 
 def simulator_enabled():
     return os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
@@ -20,3 +22,11 @@ def gpu_available():
         return bool(cuda.is_available())
     except Exception:  # no numba-cuda, no driver, broken toolkit: all mean "no GPU" here
         return False
+
+
+def to_host(a):
+    """Any array as numpy: a device array copied to the host (see `cuda.to_host`), the rest as it is."""
+    if a is None or isinstance(a, np.ndarray) or not hasattr(a, "get"):
+        return a
+    from . import cuda
+    return cuda.to_host(a)
