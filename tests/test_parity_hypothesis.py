@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from conftest import SHIPPED, assert_same_encodings, numbatok_tok, reference_tok
 from numbatok.backends import cpu
+from numbatok.batch import to_batch
 
 PIECES = [" ", "  ", "   ", "\t", "\n", "\r\n", "\r", "\x0b", "\x0c", "\xa0", "\x85", "\u2028", "\u3000", "\u200b",
           "\u200d", "\u0301", "e\u0301", "\U0001F468\u200d\U0001F469\u200d\U0001F467", "\U0001F44D\U0001F3FD",
@@ -31,6 +32,14 @@ batches = st.lists(texts, min_size=1, max_size=8)
 def test_generated_batches_match_reference(name, batch):
     tok, ref = numbatok_tok(name), reference_tok(name)
     assert_same_encodings(tok.encode_batch(batch), ref.encode_batch(batch), batch)
+    saved, cpu.SERIAL_CALL = cpu.SERIAL_CALL, 0  # the steps of larger calls (byte-level: spans from the ids path)
+    try:
+        assert_same_encodings(tok.encode_batch(batch), ref.encode_batch(batch), batch)
+        if name in ("gpt2", "roberta-base"):  # (the path taken, not its fallback)
+            b = to_batch(batch)
+            assert cpu._spans_from_ids(tok, b, cpu._readonly(b.data), cpu._readonly(b.offsets), 0) is not None
+    finally:
+        cpu.SERIAL_CALL = saved
     ids = [e.ids for e in ref.encode_batch(batch)]
     assert tok.encode_ragged(batch).to_list() == ids  # the fast path (fused kernel, word cache)
     saved, cpu.PREFIX_CALL = cpu.PREFIX_CALL, 0  # (every word cached now, and the call small: the loop for cached
