@@ -340,6 +340,7 @@ class Tokenizer:
             pre = post = pre[:0]
         wrap = cpu.wrap_table if f.shape[1] >= cpu.SMALL_TABLE else cpu.wrap_table_serial
         row_off, ids, offsets, special, words = wrap(f, row_tok, pre, post)
+        cpu.give_back_table(f)
         return {"row_offsets": row_off, "ids": ids, "special_tokens_mask": special, "offsets": offsets,
                 "word_ids": words, "type_ids": np.full(ids.shape[0], type_id, np.uint8)}
 
@@ -507,11 +508,12 @@ class Tokenizer:
         tokens = [i2t[i] for i in ids]
         for p in np.flatnonzero(f[6]).tolist():  # added tokens show the text they matched
             tokens[p] = bytes(text[f[7, p]:f[8, p]]).decode("utf-8")
+        lead, trail = f[4:6].tolist() if not trim and wrap is None else ((), ())
+        cpu.give_back_table(f)
         ro = ro.tolist()
         offsets = list(zip(st, en))
         if wrap is not None:
             return self._wrapped(wrap, ro, ids, tokens, offsets, words)
-        lead, trail = f[4:6].tolist() if not trim else ((), ())
         out = []
         for k in range(len(ro) - 1):
             a, z = ro[k], ro[k + 1]

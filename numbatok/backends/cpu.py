@@ -1,5 +1,6 @@
 """CPU drivers: the pipeline steps under @njit(parallel=True), one prange over rows or word chunks."""
 import functools
+import threading
 import types
 
 import numba
@@ -826,15 +827,14 @@ SMALL_TABLE = 1 << 12  # tokens: a smaller run's table is made on the calling th
 
 @cpu_kernel(parallel=True)
 def spans_from_ids(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first, ids, row_tok,
-                   tok_offsets, lead_tab, trail_tab, trim, threads):
-    """(ok, `token_table`) of a byte-level run from its ids (the word cache's path) and its words
+                   tok_offsets, lead_tab, trail_tab, trim, threads, f):
+    """`token_table` into f (ok) of a byte-level run from its ids (the word cache's path) and its words
     (no prefix space, no normalizer, no affixes): a word's tokens hold its bytes in order, each as
     many as its vocabulary entry, so their spans follow from the ids alone and the model need not run
     again. Each block of rows finds its words in scratch of its own (no count pass, no words array
     for the batch); characters are counted as a row's tokens advance (token starts never move back).
     ok is False where a row's tokens do not fill its words exactly (then nothing is trusted)."""
     n = offsets.shape[0] - 1
-    f = np.empty((9, ids.shape[0]), np.int64)
     bad = np.zeros(n, np.uint8)
     blocks = min(n, 4 * threads)
     for k in prange(blocks):
@@ -902,7 +902,39 @@ def spans_from_ids(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, 
     for r in range(n):
         if bad[r]:
             ok = False
-    return ok, f
+    return ok
+
+
+class _SpareTable:
+    """A token table's memory kept for the next call, one call holding it at a time: a fresh table is
+    a page fault for every page written, 30 of a 68 ms table over big.txt (gpt2, 2 cores). Callers
+    give a table back (`give_back_table`) once they have read it; one over KEEP_TABLE is not kept."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._buf = None
+
+    def take(self, rows, cols):
+        with self._lock:
+            buf, self._buf = self._buf, None
+        if buf is None or buf.shape[0] < rows * cols:
+            buf = np.empty(max(rows * cols, 1), np.int64)
+        return buf[:rows * cols].reshape(rows, cols)
+
+    def give_back(self, f):
+        root = f
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        if root.dtype != np.int64 or root.nbytes > KEEP_TABLE or not root.flags.c_contiguous:
+            return
+        with self._lock:
+            if self._buf is None or self._buf.shape[0] < root.size:
+                self._buf = root.reshape(-1)
+
+
+KEEP_TABLE = 1 << 28  # bytes
+_TABLE = _SpareTable()
+give_back_table = _TABLE.give_back
 
 
 def _spans_from_ids(tok, b, data, offsets, trim):
@@ -915,14 +947,17 @@ def _spans_from_ids(tok, b, data, offsets, trim):
         return None
     ids, row_tok = tok._run_ids(b)
     pt = tok.spec.pre_tokenizer
-    ok, f = spans_from_ids(data, offsets, pt.prog, pt.add_prefix_space, tok._classes, *tok._added.arrays(), ids,
-                           row_tok, model[1], tok._model.lead_spaces, tok._model.trail_spaces, trim,
-                           numba.get_num_threads())
-    return (data, f, row_tok) if ok else None
+    f = _TABLE.take(9, ids.shape[0])
+    if spans_from_ids(data, offsets, pt.prog, pt.add_prefix_space, tok._classes, *tok._added.arrays(), ids, row_tok,
+                      model[1], tok._model.lead_spaces, tok._model.trail_spaces, trim, numba.get_num_threads(), f):
+        return data, f, row_tok
+    give_back_table(f)
+    return None
 
 
 def spans(tok, b, trim=0):
-    """(text the tokens were cut from, `token_table`, rows' token offsets) of host Batch `b`."""
+    """(text the tokens were cut from, `token_table`, rows' token offsets) of host Batch `b`. Give the
+    table back (`give_back_table`) once it is read."""
     data, offsets = _readonly(b.data), _readonly(b.offsets)
     if int(offsets[-1]) - int(offsets[0]) < SERIAL_CALL:
         pt, norm, model = tok.spec.pre_tokenizer, tok._norm, tok._model
