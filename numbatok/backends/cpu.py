@@ -799,26 +799,31 @@ def token_table(cum, row_start, row_tok, row_word, word_tok, ids, t_st, t_en, t_
         base = cum[row_start[r]]
         for w in range(row_word[r], row_word[r + 1]):
             for t in range(word_tok[w], word_tok[w + 1]):
-                a = cum[t_st[t]] - base
-                z = cum[t_en[t]] - base
-                lead, trail = t_lead[t], t_trail[t]
-                if trim > 0:
-                    if lead > 0:
-                        if trim == 2 and lead == 1 and (t == row_tok[r] or a == 0):
-                            lead = 0
-                        a = min(a + lead, z)
-                    if trail > 0 and z >= trail:
-                        z = max(z - trail, a)
-                f[0, t] = ids[t]
-                f[1, t] = a
-                f[2, t] = z
-                f[3, t] = w - row_word[r]
-                f[4, t] = lead
-                f[5, t] = trail
-                f[6, t] = t_added[t]
-                f[7, t] = s_st[t]
-                f[8, t] = s_en[t]
+                table_column(f, t, t == row_tok[r], ids[t], cum[t_st[t]] - base, cum[t_en[t]] - base,
+                             w - row_word[r], t_lead[t], t_trail[t], t_added[t], s_st[t], s_en[t], trim)
     return f
+
+
+@jitable
+def table_column(f, t, first, tid, a, z, word, lead, trail, added, s_st, s_en, trim):
+    """Token t's column of `token_table` (first: the row's first token), its character offsets a, z
+    trimmed as `trim` says."""
+    if trim > 0:
+        if lead > 0:
+            if trim == 2 and lead == 1 and (first or a == 0):
+                lead = 0
+            a = min(a + lead, z)
+        if trail > 0 and z >= trail:
+            z = max(z - trail, a)
+    f[0, t] = tid
+    f[1, t] = a
+    f[2, t] = z
+    f[3, t] = word
+    f[4, t] = lead
+    f[5, t] = trail
+    f[6, t] = added
+    f[7, t] = s_st
+    f[8, t] = s_en
 
 
 token_table_serial = _twin(token_table)
@@ -876,25 +881,10 @@ def spans_from_ids(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, 
                     while p < a:
                         chars += (data[p] & 0xC0) != 0x80
                         p += 1
-                    c0 = c1 = chars
+                    c1 = chars
                     for q in range(a, z):
                         c1 += (data[q] & 0xC0) != 0x80
-                    if trim > 0:  # (as `token_table`)
-                        if lead > 0:
-                            if trim == 2 and lead == 1 and (t == row_tok[r] or c0 == 0):
-                                lead = 0
-                            c0 = min(c0 + lead, c1)
-                        if trail > 0 and c1 >= trail:
-                            c1 = max(c1 - trail, c0)
-                    f[0, t] = tid
-                    f[1, t] = c0
-                    f[2, t] = c1
-                    f[3, t] = w
-                    f[4, t] = lead
-                    f[5, t] = trail
-                    f[6, t] = added
-                    f[7, t] = a
-                    f[8, t] = z
+                    table_column(f, t, t == row_tok[r], tid, chars, c1, w, lead, trail, added, a, z, trim)
                     t += 1
             if t != t_end:
                 bad[r] = 1
@@ -922,6 +912,8 @@ class _SpareTable:
         return buf[:rows * cols].reshape(rows, cols)
 
     def give_back(self, f):
+        if f.size < KEEP_MIN:  # (a small call's table: not worth the lock)
+            return
         root = f
         while isinstance(root.base, np.ndarray):
             root = root.base
@@ -933,6 +925,7 @@ class _SpareTable:
 
 
 KEEP_TABLE = 1 << 28  # bytes
+KEEP_MIN = 1 << 16  # entries
 _TABLE = _SpareTable()
 give_back_table = _TABLE.give_back
 
