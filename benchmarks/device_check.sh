@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU and numbatok's test dependencies already installed: every kernel
-# compiled once (a fresh machine has none cached; CPU and CUDA at the same time), the GPU tests, then
+# compiled once (a fresh machine has none cached; four processes at once), the GPU tests, then
 # the GPT-2 throughput and latency table (numbatok cuda and cpu, gigatoken when installed; big.txt
 # paragraphs x4; ids checked against `tokenizers` first), each configuration in a fresh process, then
 # files -> token shards (`preprocess` of a .jsonl file against gigatoken fed the same file), then a
@@ -30,19 +30,24 @@ CHECK="${CHECK:-compile tests bench preprocess profile coldstart}"
 want() { [[ " $CHECK " == *" $1 "* ]]; }
 rc=0
 if want compile; then
-    # every path the checks take, on both backends, so that no timed process compiles
+    # every path the checks take, on both backends and for both kinds of vocabulary, in four processes
+    # at once (each compiles on one core; a kernel both need is compiled twice, and the cache keeps one)
     warm='import sys, numbatok
 docs = ["Hello world, a first call. " * 40 + "x" * 70, "caf\u00e9 \u4e00\u4e8c " * 9] * 1000
-for name in ("gpt2", "bert-base-uncased"):
-    tok = numbatok.Tokenizer.from_pretrained(name, device=sys.argv[1])
-    tok.encode_ragged(docs).to_host(), tok.encode_ragged(docs, return_offsets=True).to_host()
-    tok.encode_batch(docs[:300]), tok.encode_ragged(docs[:1]), tok.encode_ragged(docs[:64])
-print(sys.argv[1], "compiled")'
-    timeout 200 python3 -c "$warm" cpu & cpu_pid=$!
-    timeout 200 python3 -c "$warm" cuda
-    rc=$?
-    wait $cpu_pid
-    rc=$(( rc || $? ))
+tok = numbatok.Tokenizer.from_pretrained(sys.argv[2], device=sys.argv[1])
+tok.encode_ragged(docs).to_host(), tok.encode_ragged(docs, return_offsets=True).to_host()
+tok.encode_batch(docs[:300]), tok.encode_ragged(docs[:1]), tok.encode_ragged(docs[:64])
+print(sys.argv[1], sys.argv[2], "compiled")'
+    pids=()
+    for device in cpu cuda; do
+        for name in gpt2 bert-base-uncased; do
+            timeout 200 python3 -c "$warm" "$device" "$name" & pids+=($!)
+        done
+    done
+    for p in "${pids[@]}"; do
+        wait "$p"
+        rc=$(( rc || $? ))
+    done
 fi
 if want tests; then
     timeout 60 python3 -m pytest -q tests/test_cuda_device.py -p no:cacheprovider --durations=5 -W ignore \
