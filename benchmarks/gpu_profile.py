@@ -140,7 +140,8 @@ def copies(b, r, bc, sync):
     pinned = cupyx.empty_pinned(r.ids.shape, r.ids.dtype)
     print(f"copy in, {b.data.nbytes / 1e6:.1f} MB: staging {best(lambda: bc.to_device(b.data)):.2f} ms, "
           f"cupy.asarray {best(lambda: cupy.asarray(b.data)):.2f} ms; copy out, ids {r.ids.nbytes / 1e6:.1f} MB: "
-          f".get() {best(lambda: r.ids.get()):.2f} ms, into a pinned block {best(lambda: r.ids.get(out=pinned)):.2f} ms")
+          f".get() {best(lambda: r.ids.get()):.2f} ms, "
+          f"into a pinned block {best(lambda: r.ids.get(out=pinned)):.2f} ms")
     kept, ts = [], {".get()": [], "pages touched first (numbatok)": []}  # results kept, as callers keep them
     for i in range(8):  # alternated, so that neither takes the other's freed memory more often
         for name in sorted(ts, reverse=i % 2 == 1):

@@ -831,8 +831,8 @@ SMALL_TABLE = 1 << 12  # tokens: a smaller run's table is made on the calling th
 
 
 @cpu_kernel(parallel=True)
-def spans_from_ids(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first, ids, row_tok,
-                   tok_offsets, lead_tab, trail_tab, trim, threads, f):
+def spans_from_ids(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first, ids,
+                   row_tok, tok_offsets, lead_tab, trail_tab, trim, threads, f):
     """`token_table` into f (ok) of a byte-level run from its ids (the word cache's path) and its words
     (no prefix space, no normalizer, no affixes): a word's tokens hold its bytes in order, each as
     many as its vocabulary entry, so their spans follow from the ids alone and the model need not run

@@ -20,7 +20,8 @@ import threading
 import numpy as np
 from numba import cuda
 
-from .._numba import CACHE_DIR, cached, cpu_kernel, prange  # (importing it also sets numpy shims before the first CUDA compile)
+# (importing _numba also sets numpy shims before the first CUDA compile)
+from .._numba import CACHE_DIR, cached, cpu_kernel, prange
 from ..kernels.dedup import same_word, word_hash
 from ..models.bpe import SMALL
 from ..normalizers.passes import identity_alignment, is_nf, nf_piece, normalize_piece
