@@ -101,18 +101,35 @@ def test_ids_buffer_is_kept_between_calls(docs, monkeypatch):
     """The buffer a call writes its ids into before gathering them is kept for the next call (fresh
     memory faults on every page written): a smaller call after a larger one reads none of its ids,
     and a buffer over the limit is not kept."""
-    from numbatok.kernels import word_cache
     tok = numbatok.Tokenizer.from_pretrained("gpt2", device="cpu")
+    spare = tok._word_cache._out
     large, small = docs[::2], docs[1::7]
     assert tok.encode_ragged(large).to_list() == ref_ids("gpt2", docs)[::2]
-    kept = tok._word_cache._spare_out
+    kept = spare._buf
     assert kept is not None
     assert tok.encode_ragged(small).to_list() == ref_ids("gpt2", docs)[1::7]
-    assert tok._word_cache._spare_out is kept  # (taken, written, given back)
-    monkeypatch.setattr(word_cache, "KEEP_OUT", 1000)
-    tok._word_cache._spare_out = None
+    assert spare._buf is kept  # (taken, written, given back)
+    monkeypatch.setattr(spare, "_keep", 1000)
+    spare._buf = None
     assert tok.encode_ragged(small).to_list() == ref_ids("gpt2", docs)[1::7]
-    assert tok._word_cache._spare_out is None
+    assert spare._buf is None
+
+
+def test_token_table_is_kept_between_offsets_calls(docs):
+    """A byte-level call with offsets fills its token table in memory an earlier call gave back: a
+    smaller call after a larger one gets the reference's offsets, none of the larger one's."""
+    from numbatok.backends import cpu
+    tok = numbatok.Tokenizer.from_pretrained("gpt2", device="cpu")
+    ref = reference_tok("gpt2")
+    large, small = docs[::3], docs[1::11]
+    tok.encode_ragged(large, return_offsets=True)
+    kept = cpu._TABLE._buf
+    assert kept is not None and kept.shape[0] >= 9 * 100_000
+    r = tok.encode_ragged(small, return_offsets=True)
+    assert cpu._TABLE._buf is kept  # (taken, filled, given back)
+    want = ref.encode_batch(small)
+    assert [tuple(o) for o in r.offsets.tolist()] == [o for e in want for o in e.offsets]
+    assert r.word_ids.tolist() == [-1 if w is None else w for e in want for w in e.word_ids]
 
 
 def test_cached_ids_of_a_vocabulary_over_65536_ids(docs, tmp_path):

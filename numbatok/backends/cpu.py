@@ -1,6 +1,5 @@
 """CPU drivers: the pipeline steps under @njit(parallel=True), one prange over rows or word chunks."""
 import functools
-import threading
 import types
 
 import numba
@@ -20,8 +19,8 @@ from ..kernels.dedup import distinct_words, word_hashes
 from ..kernels.utf8 import decode
 from ..normalizers.char_map import UNKNOWN, marked
 from ..normalizers.unicode_data import NCP
-from ..kernels.word_cache import (KEY_BYTES, LONG_BYTES, MAX_IDS, copy_ids, hash_long, home, insert_word, key_hash,
-                                  pack_key, probe, probe_long)
+from ..kernels.word_cache import (KEY_BYTES, LONG_BYTES, MAX_IDS, Spare, copy_ids, hash_long, home, insert_word,
+                                  key_hash, pack_key, probe, probe_long)
 from .. import unicode_tables
 from ..kernels.lines import load8
 from ..pipeline import (compact_word, cut_at, piece_words, row_pieces, row_words, space_counts, store_tokens,
@@ -888,46 +887,22 @@ def spans_from_ids(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, 
                     t += 1
             if t != t_end:
                 bad[r] = 1
-    ok = True
-    for r in range(n):
-        if bad[r]:
-            ok = False
-    return ok
+    return not bad.any()
 
 
-class _SpareTable:
-    """A token table's memory kept for the next call, one call holding it at a time: a fresh table is
-    a page fault for every page written, 30 of a 68 ms table over big.txt (gpt2, 2 cores). Callers
-    give a table back (`give_back_table`) once they have read it; one over KEEP_TABLE is not kept."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._buf = None
-
-    def take(self, rows, cols):
-        with self._lock:
-            buf, self._buf = self._buf, None
-        if buf is None or buf.shape[0] < rows * cols:
-            buf = np.empty(max(rows * cols, 1), np.int64)
-        return buf[:rows * cols].reshape(rows, cols)
-
-    def give_back(self, f):
-        if f.size < KEEP_MIN:  # (a small call's table: not worth the lock)
-            return
-        root = f
-        while isinstance(root.base, np.ndarray):
-            root = root.base
-        if root.dtype != np.int64 or root.nbytes > KEEP_TABLE or not root.flags.c_contiguous:
-            return
-        with self._lock:
-            if self._buf is None or self._buf.shape[0] < root.size:
-                self._buf = root.reshape(-1)
+KEEP_TABLE = 1 << 25  # int64 entries (256 MB)
+KEEP_MIN = 1 << 16  # entries: a small call's table is not worth the lock
+# A token table's memory kept for the next call: a fresh table faulted its pages in at 30 of the 68 ms
+# it took over big.txt (gpt2, 2 cores). Callers give a table back once they have read it.
+_TABLE = Spare(lambda n: np.empty(n, np.int64), KEEP_TABLE)
 
 
-KEEP_TABLE = 1 << 28  # bytes
-KEEP_MIN = 1 << 16  # entries
-_TABLE = _SpareTable()
-give_back_table = _TABLE.give_back
+def give_back_table(f):
+    root = f
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if f.size >= KEEP_MIN and root.dtype == np.int64 and root.flags.c_contiguous:
+        _TABLE.give_back(root if root.ndim == 1 else root.reshape(-1))
 
 
 def _spans_from_ids(tok, b, data, offsets, trim):
@@ -940,7 +915,7 @@ def _spans_from_ids(tok, b, data, offsets, trim):
         return None
     ids, row_tok = tok._run_ids(b)
     pt = tok.spec.pre_tokenizer
-    f = _TABLE.take(9, ids.shape[0])
+    f = _TABLE.take(9 * ids.shape[0])[:9 * ids.shape[0]].reshape(9, ids.shape[0])
     if spans_from_ids(data, offsets, pt.prog, pt.add_prefix_space, tok._classes, *tok._added.arrays(), ids, row_tok,
                       model[1], tok._model.lead_spaces, tok._model.trail_spaces, trim, numba.get_num_threads(), f):
         return data, f, row_tok

@@ -361,6 +361,32 @@ PARALLEL_THREADS = 2
 KEEP_OUT = 1 << 26
 
 
+class Spare:
+    """One large scratch array kept between calls, one call holding it at a time: `take(n)` gives it
+    (or a new one from `alloc(n)` when it is out or too small), `give_back` keeps the larger of it and
+    the one there, up to `keep` elements. A fresh array is a page fault for every page written."""
+
+    def __init__(self, alloc, keep):
+        self._lock = threading.Lock()
+        self._buf = None
+        self._alloc = alloc
+        self._keep = keep
+
+    def take(self, n):
+        with self._lock:
+            buf, self._buf = self._buf, None
+        if buf is None or buf.shape[0] < n:
+            buf = self._alloc(max(n, 1))
+        return buf
+
+    def give_back(self, buf):
+        if buf.shape[0] > self._keep:
+            return
+        with self._lock:
+            if self._buf is None or self._buf.shape[0] < buf.shape[0]:
+                self._buf = buf
+
+
 def sparse_int32(n):
     """An int32 array of which only the pages written are ever backed: a call's ids buffer, where
     each chunk's room is sized for its worst case (an id per byte) and a quarter of it is used on
@@ -392,7 +418,7 @@ class WordCache:
         self.max_key_bytes = max_key_bytes
         self.readers = 0
         self.writer = threading.Lock()  # (one call at a time adds words: a kernel's `insert_word`)
-        self._spare_out = None  # an earlier call's ids buffer (see `out_buffer`)
+        self._out = Spare(sparse_int32, KEEP_OUT)  # an earlier call's ids buffer (see `out_buffer`)
         self.clear()
 
     def clear(self):
@@ -450,18 +476,10 @@ class WordCache:
         page fault for every page the call writes; over glibc's 32 MB mmap threshold (calls of 8 MB
         and more) every call's buffer was new, and one 10 MB document took 2-3x as long to encode as
         with the buffer kept. Return it with `give_back_out`."""
-        with self.lock:
-            buf, self._spare_out = self._spare_out, None
-        if buf is None or buf.shape[0] < n:
-            buf = sparse_int32(max(n, 1))
-        return buf
+        return self._out.take(n)
 
     def give_back_out(self, buf):
-        if buf.shape[0] > KEEP_OUT:
-            return
-        with self.lock:
-            if self._spare_out is None or self._spare_out.shape[0] < buf.shape[0]:
-                self._spare_out = buf
+        self._out.give_back(buf)
 
     def snapshot(self):
         """(records, ids, long keys) for a call's lookups, arrays that belong together and that nobody
