@@ -13,6 +13,7 @@ from conftest import ROOT, SHIPPED, corpus_docs, reference_tok, vocab_path
 from tokenizers import Tokenizer
 
 import numbatok
+from numbatok.batch import to_batch
 from numbatok import tokenizer as tokenizer_module
 from numbatok.kernels.word_cache import WordCache
 
@@ -130,6 +131,40 @@ def test_token_table_is_kept_between_offsets_calls(docs):
     want = ref.encode_batch(small)
     assert [tuple(o) for o in r.offsets.tolist()] == [o for e in want for o in e.offsets]
     assert r.word_ids.tolist() == [-1 if w is None else w for e in want for w in e.word_ids]
+
+
+def test_wordpiece_offsets_from_the_ids_path(docs, monkeypatch):
+    """WordPiece offsets come from the ids path's ids walked over the normalized words (accents,
+    unknown characters, words over 100 characters, added tokens); ids that do not fill the words
+    exactly are caught, and the call takes the model's way instead."""
+    from numbatok.backends import cpu
+    tok = numbatok.Tokenizer.from_pretrained("bert-base-uncased", device="cpu")
+    ref = reference_tok("bert-base-uncased")
+    rows = docs[:300] + ["Naïve ÉCOLE İstanbul [MASK]x a\u0301\u0316b ﬁne ½ \u4e2d\u6587 \U0001F600 " + "y" * 150,
+                         "[CLS]", "", "  \t ", "ǅungla Ⅻ ＡＢＣ"] * 3
+    want = ref.encode_batch(rows)
+
+    def check():
+        r = tok.encode_ragged(rows, return_offsets=True)
+        assert r.ids.tolist() == [i for e in want for i in e.ids]
+        assert [tuple(o) for o in r.offsets.tolist()] == [o for e in want for o in e.offsets]
+        assert r.word_ids.tolist() == [-1 if w is None else w for e in want for w in e.word_ids]
+
+    b = to_batch(rows)
+    assert cpu._wordpiece_spans(tok, b, cpu._readonly(b.data), cpu._readonly(b.offsets), 0) is not None
+    check()
+    run_ids = tok._run_ids
+
+    def off_by_one(b):  # one token of a middle row swapped for another
+        ids, row_tok = run_ids(b)
+        ids = ids.copy()
+        t = int(row_tok[150]) + 1
+        ids[t] = tok.token_to_id("##s") if tok.id_to_token(int(ids[t])) != "##s" else tok.token_to_id("##d")
+        return ids, row_tok
+
+    monkeypatch.setattr(tok, "_run_ids", off_by_one)
+    assert cpu._wordpiece_spans(tok, b, cpu._readonly(b.data), cpu._readonly(b.offsets), 0) is None
+    check()
 
 
 def test_cached_ids_of_a_vocabulary_over_65536_ids(docs, tmp_path):

@@ -32,12 +32,12 @@ batches = st.lists(texts, min_size=1, max_size=8)
 def test_generated_batches_match_reference(name, batch):
     tok, ref = numbatok_tok(name), reference_tok(name)
     assert_same_encodings(tok.encode_batch(batch), ref.encode_batch(batch), batch)
-    saved, cpu.SERIAL_CALL = cpu.SERIAL_CALL, 0  # the steps of larger calls (byte-level: spans from the ids path)
+    saved, cpu.SERIAL_CALL = cpu.SERIAL_CALL, 0  # the steps of larger calls (spans from the ids path)
     try:
         assert_same_encodings(tok.encode_batch(batch), ref.encode_batch(batch), batch)
-        if name in ("gpt2", "roberta-base"):  # (the path taken, not its fallback)
-            b = to_batch(batch)
-            assert cpu._spans_from_ids(tok, b, cpu._readonly(b.data), cpu._readonly(b.offsets), 0) is not None
+        b = to_batch(batch)  # (the path taken, not its fallback)
+        way = cpu._spans_from_ids if name in ("gpt2", "roberta-base") else cpu._wordpiece_spans
+        assert way(tok, b, cpu._readonly(b.data), cpu._readonly(b.offsets), 0) is not None
     finally:
         cpu.SERIAL_CALL = saved
     ids = [e.ids for e in ref.encode_batch(batch)]

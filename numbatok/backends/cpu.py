@@ -7,6 +7,7 @@ import numpy as np
 
 from .._numba import cpu_kernel, fetch_add, jitable, prange, prefetch
 from ..models.bpe import SMALL, merge_byte_heap, merge_byte_word
+from ..models.tables import WORDPIECE
 from ..pre_tokenizers import GPT2, SPLIT
 from ..pre_tokenizers.splitting import REMOVED
 from ..normalizers import chars, passes
@@ -16,7 +17,7 @@ from ..pre_tokenizers.byte_level import (A_ADDED, ALL_BITS, ascii_classes, ascii
                                          next_start)
 from ..normalizers.passes import identity_alignment, is_nf, nf_piece, normalize_piece
 from ..kernels.dedup import distinct_words, word_hashes
-from ..kernels.utf8 import decode
+from ..kernels.utf8 import decode, seq_len
 from ..normalizers.char_map import UNKNOWN, marked
 from ..normalizers.unicode_data import NCP
 from ..kernels.word_cache import (KEY_BYTES, LONG_BYTES, MAX_IDS, Spare, copy_ids, hash_long, home, insert_word,
@@ -28,6 +29,8 @@ from ..pipeline import (compact_word, cut_at, piece_words, row_pieces, row_words
 
 _EMPTY_I64 = np.zeros(0, np.int64)
 _Z64, _Z32 = np.zeros(1, np.int64), np.zeros(1, np.int32)  # (stand-ins for the arrays of a normalizer not there)
+_R64 = np.zeros(1, np.int64)
+_R64.flags.writeable = False
 
 
 def _on_this_thread(kernel, name):
@@ -345,14 +348,17 @@ def gather_rows(data, offsets, rows):
 
 @cpu_kernel(parallel=True)
 def merge_pieces(write, data, ps, pe, pk, row_piece, row_sub, amap_off, amap_data, amap1, cm, cd, sub_text, sub_pb,
-                 sub_row_piece, pb, out):
+                 sub_row_piece, sub_as, sub_ae, sub_shift, pb, out, oas, oae):
     """Normalized pieces of every row: an all-ASCII row's text pieces mapped byte by byte (amap), a
     row_sub[r] = -2 row's a character at a time (`char_map`: cm, cd), their added tokens' pieces
     copied; any other row's pieces copied from its normalized sub-batch row row_sub[r]. Counts piece
     lengths into pb[1:] (write=False; a row_sub[r] = -2 row's were counted by `char_rows`), or writes
     them at pb. `amap1`: see `Normalizer.ascii_map`
-    (when not empty, a byte is one lookup, not a loop over its mapping)."""
-    single = amap1.shape[0] == 128
+    (when not empty, a byte is one lookup, not a loop over its mapping). With oas not empty, also
+    each written byte's alignment (oas, oae: its character in `data`, as `normalize_rows` gives it);
+    sub-batch row j's from sub_as/sub_ae, moved by sub_shift[j]."""
+    single = amap1.shape[0] == 128 and oas.shape[0] == 0
+    aligned = write and oas.shape[0] > 0
     for r in prange(row_piece.shape[0] - 1):
         j = row_sub[r]
         if j == -2 and not write:  # (counted by `char_rows`)
@@ -364,11 +370,22 @@ def merge_pieces(write, data, ps, pe, pk, row_piece, row_sub, amap_off, amap_dat
                 if write:
                     for q in range(sub_pb[k + 1] - sub_pb[k]):
                         out[o + q] = sub_text[sub_pb[k] + q]
+                        if aligned:
+                            oas[o + q] = sub_as[sub_pb[k] + q] + sub_shift[j]
+                            oae[o + q] = sub_ae[sub_pb[k] + q] + sub_shift[j]
                 o += sub_pb[k + 1] - sub_pb[k]
             elif pk[i] >= 0:
                 if write:
                     for q in range(pe[i] - ps[i]):
                         out[o + q] = data[ps[i] + q]
+                    if aligned:
+                        p = ps[i]
+                        while p < pe[i]:
+                            L = seq_len(data[p])
+                            for q in range(L):
+                                oas[o + p - ps[i] + q] = p
+                                oae[o + p - ps[i] + q] = p + L
+                            p += L
                 o += pe[i] - ps[i]
             elif j == -2:
                 p = ps[i]
@@ -378,6 +395,9 @@ def merge_pieces(write, data, ps, pe, pk, row_piece, row_sub, amap_off, amap_dat
                     if write:
                         for q in range(v & 255):
                             out[o + q] = cd[(v >> 8) + q]
+                            if aligned:
+                                oas[o + q] = p
+                                oae[o + q] = p + L
                     o += v & 255
                     p += L
             elif single:
@@ -397,6 +417,9 @@ def merge_pieces(write, data, ps, pe, pk, row_piece, row_sub, amap_off, amap_dat
                     if write:
                         for q in range(amap_off[c], amap_off[c + 1]):
                             out[o] = amap_data[q]
+                            if aligned:
+                                oas[o] = p
+                                oae[o] = p + 1
                             o += 1
                     else:
                         o += amap_off[c + 1] - amap_off[c]
@@ -494,7 +517,7 @@ def ascii_pieces(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_f
 
 @cpu_kernel
 def ascii_normalized(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4, amap_off, amap_data,
-                     amap1, cm, cd, sub_text, z64):
+                     amap1, cm, cd, sub_text, z64, r64):
     """`normalize_rows_ids` of a small call whose rows are all ASCII, in one compiled step on the calling
     thread: (text, pb, pk, row_piece), or an empty row_piece when some row is not ASCII (the caller
     then takes the general way). Its Python steps were half of a one-row bert call."""
@@ -505,30 +528,34 @@ def ascii_normalized(data, offsets, classes, at_data, at_off, at_ids, at_flags, 
     m = row_piece[n]
     row_sub = np.full(n, -1, np.int64)
     pb = np.zeros(m + 1, np.int64)
+    none = np.zeros(0, np.int64)  # (r64: read-only, as `normalize_rows`' alignments are)
     merge_pieces_serial(False, data, ps, pe, pk, row_piece, row_sub, amap_off, amap_data, amap1, cm, cd, sub_text, z64,
-                        z64, pb, np.zeros(1, np.uint8))
+                        z64, r64, r64, z64, pb, np.zeros(1, np.uint8), none, none)
     for i in range(m):
         pb[i + 1] += pb[i]
     text = np.empty(pb[m], np.uint8)
     merge_pieces_serial(True, data, ps, pe, pk, row_piece, row_sub, amap_off, amap_data, amap1, cm, cd, sub_text, z64,
-                        z64, pb, text)
+                        z64, r64, r64, z64, pb, text, none, none)
     return text, pb, pk, row_piece
 
 
-def normalize_rows_ids(norm, data, offsets, at, classes, small=False):
-    """`normalize_rows` without alignments, for the ids-only path: (text, pb, pk, row_piece). All-ASCII
-    rows take the normalizer's ASCII map (one pass, when it has one), other rows its `char_map` (when
-    it has one and the row holds no unsafe character); only the rest run its passes."""
+def normalize_rows_ids(norm, data, offsets, at, classes, small=False, aligned=False):
+    """`normalize_rows` without alignments, for the ids-only path: (text, pb, pk, row_piece); with
+    aligned, `normalize_rows`' six outputs. All-ASCII rows take the normalizer's ASCII map (one pass,
+    when it has one), other rows its `char_map` (when it has one and the row holds no unsafe
+    character); only the rest run its passes (the passes over every row were ~85% of a bert offsets
+    call over big.txt)."""
     on = _on(small)
     amap = norm.ascii_map()
-    if small and amap is not None:
+    if small and amap is not None and not aligned:
         got = ascii_normalized(data, offsets, classes, *at, _raw_first4(at[4][0].tobytes()), *amap, *_NO_CHARS,
-                               _NO_CHARS[1], _Z64)
+                               _NO_CHARS[1], _Z64, _R64)
         if got[3].shape[0]:
             return got
     flags = on(ascii_rows)(data, offsets) if amap is not None else None
     if flags is None or (not flags.any() and norm.char_map() is None):
-        return normalize_rows(norm, data, offsets, at, classes, small)[:4]
+        got = normalize_rows(norm, data, offsets, at, classes, small)
+        return got if aligned else got[:4]
     n = offsets.shape[0] - 1
     row_piece, ps, pe, pk = _pieces(data, offsets, at, classes, small)
     other = np.flatnonzero(flags == 0)
@@ -540,16 +567,24 @@ def normalize_rows_ids(norm, data, offsets, at, classes, small=False):
     row_sub[other] = np.arange(other.shape[0])
     # (the same array types whether or not some rows are not ASCII: one compiled specialization)
     z64 = np.zeros(1, np.int64)
-    sub_text, sub_pb, sub_row_piece = _readonly(np.zeros(1, np.uint8)), z64, z64
-    if other.shape[0]:  # (their alignments are computed and dropped: the passes have no ids-only mode)
-        sub_text, sub_pb, _, sub_row_piece = normalize_rows(norm, *gather_rows(data, offsets, other), at,
-                                                            classes, small)[:4]
-    args = (data, ps, pe, pk, row_piece, row_sub, *amap, cm, cd, sub_text, sub_pb, sub_row_piece)
-    on(merge_pieces)(False, *args, pb, np.zeros(1, np.uint8))
+    sub_text, sub_pb, sub_row_piece, shift = _readonly(np.zeros(1, np.uint8)), z64, z64, z64
+    sub_as = sub_ae = _R64
+    if other.shape[0]:  # (without `aligned`, their alignments are computed and dropped: the passes have no ids-only mode)
+        sub_data, sub_off = gather_rows(data, offsets, other)
+        sub_text, sub_pb, _, sub_row_piece, sub_as, sub_ae = normalize_rows(norm, sub_data, sub_off, at, classes, small)
+        shift = offsets[other] - sub_off[:-1]
+    args = (data, ps, pe, pk, row_piece, row_sub, *amap, cm, cd, sub_text, sub_pb, sub_row_piece, sub_as, sub_ae,
+            shift)
+    on(merge_pieces)(False, *args, pb, np.zeros(1, np.uint8), _EMPTY_I64, _EMPTY_I64)
     np.cumsum(pb, out=pb)
-    text = np.empty(int(pb[-1]), np.uint8)
-    on(merge_pieces)(True, *args, pb, text)
-    return text, pb, pk, row_piece
+    total = int(pb[-1])
+    text = np.empty(total, np.uint8)
+    if not aligned:
+        on(merge_pieces)(True, *args, pb, text, _EMPTY_I64, _EMPTY_I64)
+        return text, pb, pk, row_piece
+    ias, iae = np.empty(total, np.int64), np.empty(total, np.int64)
+    on(merge_pieces)(True, *args, pb, text, ias, iae)
+    return text, pb, pk, row_piece, ias, iae
 
 
 def _words(tok, data, offsets, small=False):
@@ -567,7 +602,7 @@ def _words(tok, data, offsets, small=False):
         count_words(data, offsets, pt.prog, pt.add_prefix_space, classes, *at, counts)
         text, text_off, align = data, offsets, None
     else:
-        text, pb, pk, row_piece, ias, iae = normalize_rows(tok._norm, data, offsets, at, classes, small)
+        text, pb, pk, row_piece, ias, iae = normalize_rows_ids(tok._norm, data, offsets, at, classes, small, True)
         z = np.zeros(1, np.int64)
         on(piece_word_rows)(False, text, pb, pk, row_piece, pt.prog, pt.add_prefix_space, classes, *at, z, z, z,
                             np.zeros(1, np.uint8), np.zeros(1, np.int32), counts)
@@ -890,6 +925,92 @@ def spans_from_ids(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, 
     return not bad.any()
 
 
+@cpu_kernel(parallel=True)
+def wordpiece_spans(data, offsets, text, row_word, ws, we, wv, wk, ias, iae, classes, ids, row_tok, tok_data,
+                    tok_offsets, affix, params, lead_tab, trail_tab, trim, threads, f):
+    """`token_table` into f (ok) of a WordPiece run from its ids (the word cache's path) and its words
+    in the normalized `text` (byte j from data[ias[j]:iae[j]]; ias empty when `text` is `data`): a
+    word's tokens are its text in order, each its vocabulary entry less the continuing prefix after
+    the first, or one unk token for the whole word; the model need not run again. Each token's
+    bytes are checked against the text. ok is False where a row's tokens do not fill its words so
+    (then nothing is trusted)."""
+    n = offsets.shape[0] - 1
+    bad = np.zeros(n, np.uint8)
+    n_prefix, unk = params[1], params[4]
+    blocks = min(n, 4 * threads)
+    for k in prange(blocks):
+        for r in range(k * n // blocks, (k + 1) * n // blocks):
+            p, chars = offsets[r], 0  # characters that start in [row start, p)
+            t, t_end = row_tok[r], row_tok[r + 1]
+            for w in range(row_word[r], row_word[r + 1]):
+                s, e = ws[w], we[w]
+                if wv[w] != 0:
+                    bad[r] = 1
+                acc = 0
+                while acc < e - s and bad[r] == 0:
+                    if t >= t_end:
+                        bad[r] = 1
+                        break
+                    tid = ids[t]
+                    a, z = s, e
+                    if wk[w] >= 0:  # an added token: one token, the whole word
+                        lead, trail = space_counts(text, a, z, classes)
+                        added = 1
+                        if tid != wk[w]:
+                            bad[r] = 1
+                    else:
+                        ts, te = tok_offsets[tid], tok_offsets[tid + 1]
+                        added = 0
+                        lead, trail = lead_tab[tid], trail_tab[tid]
+                        if acc > 0:  # a later piece: its entry starts with the prefix
+                            if te - ts <= n_prefix:
+                                bad[r] = 1
+                                break
+                            for q in range(n_prefix):
+                                if tok_data[ts + q] != affix[q]:
+                                    bad[r] = 1
+                            ts += n_prefix
+                        size = te - ts
+                        fits = size > 0 and acc + size <= e - s
+                        if fits:
+                            for q in range(size):
+                                if text[s + acc + q] != tok_data[ts + q]:
+                                    fits = False
+                                    break
+                        if tid == unk and acc == 0:  # the whole word, unless the word starts with unk's text
+                            if fits and size < e - s:
+                                bad[r] = 1
+                        elif not fits:
+                            bad[r] = 1
+                        else:
+                            a, z = s + acc, s + acc + size
+                    if bad[r]:
+                        break
+                    acc = z - s
+                    oa, oz = a, z
+                    if ias.shape[0]:
+                        oa, oz = ias[a], iae[z - 1]
+                    if oa < p:  # (alignments that move back: count again from the row's start)
+                        p, chars = offsets[r], 0
+                    while p < oa:
+                        chars += (data[p] & 0xC0) != 0x80
+                        p += 1
+                    c1 = chars
+                    if oz >= oa:
+                        for q in range(oa, oz):
+                            c1 += (data[q] & 0xC0) != 0x80
+                    else:
+                        c1 = 0
+                        for q in range(offsets[r], oz):
+                            c1 += (data[q] & 0xC0) != 0x80
+                    table_column(f, t, t == row_tok[r], tid, chars, c1, w - row_word[r], lead, trail, added, a, z,
+                                 trim)
+                    t += 1
+            if t != t_end:
+                bad[r] = 1
+    return not bad.any()
+
+
 KEEP_TABLE = 1 << 25  # int64 entries (256 MB)
 KEEP_MIN = 1 << 16  # entries: a small call's table is not worth the lock
 # A token table's memory kept for the next call: a fresh table faulted its pages in at 30 of the 68 ms
@@ -923,6 +1044,25 @@ def _spans_from_ids(tok, b, data, offsets, trim):
     return None
 
 
+def _wordpiece_spans(tok, b, data, offsets, trim):
+    """`spans` of a WordPiece tokenizer's larger call from the ids path (its word cache) and one pass
+    over the words, or None where it does not apply. The spans path proper runs the model on every
+    distinct word of every call (bert-base-uncased over big.txt: ~40% of the call)."""
+    if tok._model.kind != WORDPIECE:
+        return None
+    text, _, _, row_word, ws, we, wv, wk, align = _words(tok, data, offsets)
+    ias, iae = (_EMPTY_I64, _EMPTY_I64) if align is None else align
+    ids, row_tok = tok._run_ids(b)
+    f = _TABLE.take(9 * ids.shape[0])[:9 * ids.shape[0]].reshape(9, ids.shape[0])
+    model = tok._model
+    if wordpiece_spans(data, offsets, _readonly(text), row_word, ws, we, wv, wk, _readonly(ias), _readonly(iae),
+                       tok._classes, ids, row_tok, model.tok_data, model.tok_offsets, model.affix, model.params,
+                       model.lead_spaces, model.trail_spaces, trim, numba.get_num_threads(), f):
+        return text, f, row_tok
+    give_back_table(f)
+    return None
+
+
 def spans(tok, b, trim=0):
     """(text the tokens were cut from, `token_table`, rows' token offsets) of host Batch `b`. Give the
     table back (`give_back_table`) once it is read."""
@@ -941,8 +1081,8 @@ def spans(tok, b, trim=0):
                                                   model.lead_spaces, model.trail_spaces, trim)
             if row_tok.shape[0]:
                 return text, f, row_tok
-    elif tok._norm is None:
-        got = _spans_from_ids(tok, b, data, offsets, trim)
+    else:
+        got = _spans_from_ids(tok, b, data, offsets, trim) or _wordpiece_spans(tok, b, data, offsets, trim)
         if got is not None:
             return got
     r = encode(tok, b, True)
