@@ -18,22 +18,39 @@ def without_gc(fn, *args):
         gc.enable()
 
 
-class Encoding:
-    """One encoded text, field for field as `tokenizers.Encoding`."""
+_FIELDS = ("ids", "tokens", "offsets", "attention_mask", "type_ids", "special_tokens_mask", "word_ids")
 
-    __slots__ = ("ids", "tokens", "offsets", "attention_mask", "type_ids", "special_tokens_mask", "word_ids",
-                 "overflowing", "_lead", "_trail")
+
+class Encoding:
+    """One encoded text, field for field as `tokenizers.Encoding`. The encodings of a batch make each
+    list when it is first read (see `Rows`), as the reference's make theirs on every read: most
+    callers read the ids and the mask alone, and every field's lists, made at once, were most of an
+    `encode_batch` call."""
+
+    __slots__ = tuple("_" + name for name in _FIELDS) + ("overflowing", "_lead", "_trail", "_rows", "_row")
 
     def __init__(self, ids, tokens, offsets, type_ids, special_tokens_mask, word_ids):
-        self.ids = ids
-        self.tokens = tokens
-        self.offsets = offsets
-        self.type_ids = type_ids
-        self.special_tokens_mask = special_tokens_mask
-        self.attention_mask = [1] * len(ids)
-        self.word_ids = word_ids
+        self._ids = ids
+        self._tokens = tokens
+        self._offsets = offsets
+        self._type_ids = type_ids
+        self._special_tokens_mask = special_tokens_mask
+        self._attention_mask = [1] * len(ids)
+        self._word_ids = word_ids
         self.overflowing = []
         self._lead = self._trail = ()   # ByteLevel trimming inputs, until post-processing
+        self._rows = None
+
+    @classmethod
+    def of_row(cls, rows, k):
+        """Row k of `rows`, its lists not made yet."""
+        e = cls.__new__(cls)
+        e._ids = e._tokens = e._offsets = e._type_ids = e._special_tokens_mask = e._attention_mask = None
+        e._word_ids = None
+        e.overflowing = []
+        e._lead = e._trail = ()
+        e._rows, e._row = rows, k
+        return e
 
     @property
     def words(self):
@@ -49,6 +66,59 @@ class Encoding:
     def __repr__(self):
         return (f"Encoding(num_tokens={len(self.ids)}, attributes=[ids, type_ids, tokens, offsets, "
                 "attention_mask, special_tokens_mask, word_ids, overflowing])")
+
+
+def _field(name):
+    slot = Encoding.__dict__["_" + name]
+
+    def get(self):
+        v = slot.__get__(self)
+        if v is None:
+            v = self._rows.field(name, self._row)
+            slot.__set__(self, v)
+        return v
+
+    return property(get, slot.__set__)
+
+
+for _name in _FIELDS:
+    setattr(Encoding, _name, _field(_name))
+
+
+class Rows:
+    """What a batch's `Encoding`s make their lists from: the token table's first four rows (ids,
+    character start and end, word index), each row's first token, the added tokens' text, the
+    vocabulary's token strings and the template's parts (`Tokenizer._single_parts`)."""
+
+    __slots__ = ("table", "ro", "added", "added_text", "names", "wrap")
+
+    def __init__(self, table, ro, added, added_text, names, wrap):
+        self.table, self.ro, self.added, self.added_text, self.names, self.wrap = \
+            table, ro, added, added_text, names, wrap
+
+    def field(self, name, k):
+        a, z = self.ro[k], self.ro[k + 1]
+        pre_ids, pre_tok, pre_type, post_ids, post_tok, post_type, seq_type = self.wrap
+        i, j, m = len(pre_ids), len(post_ids), z - a
+        if name == "ids":
+            return pre_ids + self.table[0, a:z].tolist() + post_ids
+        if name == "tokens":
+            names = self.names
+            tokens = [names[t] for t in self.table[0, a:z].tolist()]
+            if self.added.shape[0]:  # (added tokens show the text they matched)
+                lo, hi = np.searchsorted(self.added, (a, z)).tolist()
+                for q in range(lo, hi):
+                    tokens[int(self.added[q]) - a] = self.added_text[q]
+            return pre_tok + tokens + post_tok
+        if name == "offsets":
+            return [(0, 0)] * i + list(zip(self.table[1, a:z].tolist(), self.table[2, a:z].tolist())) + [(0, 0)] * j
+        if name == "word_ids":
+            return [None] * i + self.table[3, a:z].tolist() + [None] * j
+        if name == "type_ids":
+            return pre_type + [seq_type] * m + post_type
+        if name == "special_tokens_mask":
+            return [1] * i + [0] * m + [1] * j
+        return [1] * (i + m + j)  # attention_mask
 
 
 class RaggedEncoding:

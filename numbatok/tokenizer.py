@@ -14,7 +14,7 @@ from . import batch as _batch
 from .backends import to_host
 from . import decoders, spec as _spec
 from .added_tokens import AddedTable
-from .encoding import Encoding, RaggedEncoding, array_module as _xp, row_lists, without_gc
+from .encoding import Encoding, RaggedEncoding, Rows, array_module as _xp, row_lists, without_gc
 from .errors import InvalidInputError, NumbatokError
 from .kernels.word_cache import WordCache
 from .postprocess import Padding, Truncation, apply_template, pad, single_parts, trim_offsets, truncate_pair
@@ -503,17 +503,21 @@ class Tokenizer:
         else:
             self._run_checks()
             text, f, ro = cpu.spans(self, b, trim)
-        ids, st, en, words = f[:4].tolist()  # (the table's other rows only where they are needed)
-        i2t = self._id_to_token
-        tokens = [i2t[i] for i in ids]
-        for p in np.flatnonzero(f[6]).tolist():  # added tokens show the text they matched
-            tokens[p] = bytes(text[f[7, p]:f[8, p]]).decode("utf-8")
-        lead, trail = f[4:6].tolist() if not trim and wrap is None else ((), ())
-        cpu.give_back_table(f)
+        added = np.flatnonzero(f[6])
+        added_text = [bytes(text[f[7, p]:f[8, p]]).decode("utf-8") for p in added.tolist()]
         ro = ro.tolist()
+        i2t = self._id_to_token
+        if wrap is not None:  # (the final encodings, their lists made when read)
+            rows = Rows(np.array(f[:4]), ro, added, added_text, i2t, wrap)
+            cpu.give_back_table(f)
+            return [Encoding.of_row(rows, k) for k in range(len(ro) - 1)]
+        ids, st, en, words = f[:4].tolist()  # (the table's other rows only where they are needed)
+        tokens = [i2t[i] for i in ids]
+        for p, shown in zip(added.tolist(), added_text):  # added tokens show the text they matched
+            tokens[p] = shown
+        lead, trail = f[4:6].tolist() if not trim else ((), ())
+        cpu.give_back_table(f)
         offsets = list(zip(st, en))
-        if wrap is not None:
-            return self._wrapped(wrap, ro, ids, tokens, offsets, words)
         out = []
         for k in range(len(ro) - 1):
             a, z = ro[k], ro[k + 1]
@@ -528,31 +532,6 @@ class Tokenizer:
         first), 1 ByteLevel's trim_offsets, 2 the same with add_prefix_space."""
         pp = self.spec.post_processor
         return 0 if not pp.trim_offsets or truncated else 2 if pp.add_prefix_space else 1
-
-    @staticmethod
-    def _wrapped(wrap, ro, ids, tokens, offsets, words):
-        """Final encodings: each row between what the single template adds before and after it (as
-        `postprocess._joined` joins them), the lists built once per row."""
-        pre_ids, pre_tok, pre_type, post_ids, post_tok, post_type, seq_type = wrap
-        i, j = len(pre_ids), len(post_ids)
-        out = []
-        if i == j == 0:  # (nothing added: GPT-2's ByteLevel, or add_special_tokens=False)
-            for k in range(len(ro) - 1):
-                a, z = ro[k], ro[k + 1]
-                types = [seq_type] * (z - a)
-                out.append(Encoding(ids[a:z], tokens[a:z], offsets[a:z], types, [0] * (z - a), words[a:z]))
-            return out
-        pre_off, post_off = [(0, 0)] * i, [(0, 0)] * j
-        pre_none, post_none = [None] * i, [None] * j
-        for k in range(len(ro) - 1):
-            a, z = ro[k], ro[k + 1]
-            m = z - a
-            e = Encoding(pre_ids + ids[a:z] + post_ids, pre_tok + tokens[a:z] + post_tok,
-                         pre_off + offsets[a:z] + post_off,
-                         pre_type + [seq_type] * m + post_type, [1] * i + [0] * m + [1] * j,
-                         pre_none + words[a:z] + post_none)
-            out.append(e)
-        return out
 
     def _post_process(self, a, b, add_special_tokens):
         pp = self.spec.post_processor
