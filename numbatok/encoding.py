@@ -88,32 +88,49 @@ for _name in _FIELDS:
 class Rows:
     """What a batch's `Encoding`s make their lists from: the token table's first four rows (ids,
     character start and end, word index), each row's first token, the added tokens' text, the
-    vocabulary's token strings and the template's parts (`Tokenizer._single_parts`)."""
+    vocabulary's token strings and the template's parts (`Tokenizer._single_parts`). A field's first
+    read makes its list for the whole batch at once, and each row slices it: per row, numpy's slicing
+    and `tolist` cost more than the lists themselves."""
 
-    __slots__ = ("table", "ro", "added", "added_text", "names", "wrap")
+    __slots__ = ("table", "ro", "added", "added_text", "names", "wrap", "whole")
 
     def __init__(self, table, ro, added, added_text, names, wrap):
         self.table, self.ro, self.added, self.added_text, self.names, self.wrap = \
             table, ro, added, added_text, names, wrap
+        self.whole = {}
+
+    def _whole(self, name):
+        t = self.table
+        if name == "ids":
+            return t[0].tolist()
+        if name == "word_ids":
+            return t[3].tolist()
+        if name == "offsets":
+            return list(zip(t[1].tolist(), t[2].tolist()))
+        names = self.names
+        tokens = [names[i] for i in self.column("ids")]
+        for p, shown in zip(self.added.tolist(), self.added_text):  # (added tokens show the text they matched)
+            tokens[p] = shown
+        return tokens
+
+    def column(self, name):
+        got = self.whole.get(name)
+        if got is None:
+            got = self.whole[name] = without_gc(self._whole, name)
+        return got
 
     def field(self, name, k):
         a, z = self.ro[k], self.ro[k + 1]
         pre_ids, pre_tok, pre_type, post_ids, post_tok, post_type, seq_type = self.wrap
         i, j, m = len(pre_ids), len(post_ids), z - a
         if name == "ids":
-            return pre_ids + self.table[0, a:z].tolist() + post_ids
+            return pre_ids + self.column("ids")[a:z] + post_ids
         if name == "tokens":
-            names = self.names
-            tokens = [names[t] for t in self.table[0, a:z].tolist()]
-            if self.added.shape[0]:  # (added tokens show the text they matched)
-                lo, hi = np.searchsorted(self.added, (a, z)).tolist()
-                for q in range(lo, hi):
-                    tokens[int(self.added[q]) - a] = self.added_text[q]
-            return pre_tok + tokens + post_tok
+            return pre_tok + self.column("tokens")[a:z] + post_tok
         if name == "offsets":
-            return [(0, 0)] * i + list(zip(self.table[1, a:z].tolist(), self.table[2, a:z].tolist())) + [(0, 0)] * j
+            return [(0, 0)] * i + self.column("offsets")[a:z] + [(0, 0)] * j
         if name == "word_ids":
-            return [None] * i + self.table[3, a:z].tolist() + [None] * j
+            return [None] * i + self.column("word_ids")[a:z] + [None] * j
         if name == "type_ids":
             return pre_type + [seq_type] * m + post_type
         if name == "special_tokens_mask":
