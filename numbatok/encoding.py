@@ -89,53 +89,51 @@ class Rows:
     """What a batch's `Encoding`s make their lists from: the token table's first four rows (ids,
     character start and end, word index), each row's first token, the added tokens' text, the
     vocabulary's token strings and the template's parts (`Tokenizer._single_parts`). A field's first
-    read makes its list for the whole batch at once, and each row slices it: per row, numpy's slicing
-    and `tolist` cost more than the lists themselves."""
+    read makes that field's lists for every row of the batch, with the cycle collector paused: per
+    row, numpy's slicing and `tolist` cost more than the lists, and the collector's passes over the
+    lists made so far as much again."""
 
-    __slots__ = ("table", "ro", "added", "added_text", "names", "wrap", "whole")
+    __slots__ = ("table", "ro", "added", "added_text", "names", "wrap", "made")
 
     def __init__(self, table, ro, added, added_text, names, wrap):
         self.table, self.ro, self.added, self.added_text, self.names, self.wrap = \
             table, ro, added, added_text, names, wrap
-        self.whole = {}
-
-    def _whole(self, name):
-        t = self.table
-        if name == "ids":
-            return t[0].tolist()
-        if name == "word_ids":
-            return t[3].tolist()
-        if name == "offsets":
-            return list(zip(t[1].tolist(), t[2].tolist()))
-        names = self.names
-        tokens = [names[i] for i in self.column("ids")]
-        for p, shown in zip(self.added.tolist(), self.added_text):  # (added tokens show the text they matched)
-            tokens[p] = shown
-        return tokens
-
-    def column(self, name):
-        got = self.whole.get(name)
-        if got is None:
-            got = self.whole[name] = without_gc(self._whole, name)
-        return got
+        self.made = {}
 
     def field(self, name, k):
-        a, z = self.ro[k], self.ro[k + 1]
+        got = self.made.get(name)
+        if got is None:
+            got = self.made[name] = without_gc(self._lists, name)
+        return got[k]
+
+    def _lists(self, name):
+        t, ro = self.table, self.ro
         pre_ids, pre_tok, pre_type, post_ids, post_tok, post_type, seq_type = self.wrap
-        i, j, m = len(pre_ids), len(post_ids), z - a
-        if name == "ids":
-            return pre_ids + self.column("ids")[a:z] + post_ids
-        if name == "tokens":
-            return pre_tok + self.column("tokens")[a:z] + post_tok
-        if name == "offsets":
-            return [(0, 0)] * i + self.column("offsets")[a:z] + [(0, 0)] * j
-        if name == "word_ids":
-            return [None] * i + self.column("word_ids")[a:z] + [None] * j
-        if name == "type_ids":
-            return pre_type + [seq_type] * m + post_type
-        if name == "special_tokens_mask":
-            return [1] * i + [0] * m + [1] * j
-        return [1] * (i + m + j)  # attention_mask
+        i, j = len(pre_ids), len(post_ids)
+        spans = zip(ro[:-1], ro[1:])
+        if name in ("ids", "tokens"):
+            flat = t[0].tolist()
+            if name == "tokens":
+                names = self.names
+                flat = [names[x] for x in flat]
+                for p, shown in zip(self.added.tolist(), self.added_text):  # (added tokens show the text they matched)
+                    flat[p] = shown
+            pre, post = (pre_ids, post_ids) if name == "ids" else (pre_tok, post_tok)
+        elif name == "offsets":
+            flat = list(zip(t[1].tolist(), t[2].tolist()))
+            pre, post = [(0, 0)] * i, [(0, 0)] * j
+        elif name == "word_ids":
+            flat = t[3].tolist()
+            pre, post = [None] * i, [None] * j
+        elif name == "type_ids":
+            return [pre_type + [seq_type] * (z - a) + post_type for a, z in spans]
+        elif name == "special_tokens_mask":
+            return [[1] * i + [0] * (z - a) + [1] * j for a, z in spans]
+        else:  # attention_mask
+            return [[1] * (i + z - a + j) for a, z in spans]
+        if i == j == 0:
+            return [flat[a:z] for a, z in spans]
+        return [pre + flat[a:z] + post for a, z in spans]
 
 
 class RaggedEncoding:
