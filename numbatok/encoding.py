@@ -102,8 +102,8 @@ class Rows:
 
     def field(self, name, k):
         got = self.made.get(name)
-        if got is None:
-            got = self.made[name] = without_gc(self._lists, name)
+        if got is None:  # (the collector paused for batches alone: for a few rows the pause costs more)
+            got = self.made[name] = without_gc(self._lists, name) if len(self.ro) > 64 else self._lists(name)
         return got[k]
 
     def _lists(self, name):

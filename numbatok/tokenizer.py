@@ -354,7 +354,8 @@ class Tokenizer:
             return None
         r = self._run(b, False, "cpu")
         ids, row_off = self._add_specials(r["ids"], r["row_tok"], add_special_tokens)
-        return without_gc(_id_row_lists, ids.tolist(), row_off.tolist(), type_id)
+        lists = (ids.tolist(), row_off.tolist(), type_id)
+        return without_gc(_id_row_lists, *lists) if len(row_off) > 64 else _id_row_lists(*lists)
 
     def _tokens(self, r, want_spans):
         """Per-token arrays of one raw run (numpy or CuPy): ids, row, column, per-row lengths, and with
@@ -508,7 +509,8 @@ class Tokenizer:
         ro = ro.tolist()
         i2t = self._id_to_token
         if wrap is not None:  # (the final encodings, their lists made when read)
-            rows = Rows(np.array(f[:4]), ro, added, added_text, i2t, wrap)
+            # (a table under KEEP_MIN entries is not kept for the next call: read in place)
+            rows = Rows(np.array(f[:4]) if f.size >= cpu.KEEP_MIN else f[:4], ro, added, added_text, i2t, wrap)
             cpu.give_back_table(f)
             return [Encoding.of_row(rows, k) for k in range(len(ro) - 1)]
         ids, st, en, words = f[:4].tolist()  # (the table's other rows only where they are needed)
