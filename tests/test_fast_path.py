@@ -651,10 +651,11 @@ def test_word_keys_from_word_loads_equal_the_byte_loop():
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_small_calls_on_the_calling_thread_give_the_threaded_ids(name, docs, monkeypatch):
-    """A call under SERIAL_CALL bytes runs `serial_ids` (the same loops compiled without threads) and
-    adds its new words to the same cache: the reference's ids, cold and warm, and the same ids and
-    cache as the threaded path on every row. Rows with added tokens (the fused loop after
-    `scan_rest`), long words (scratch of their own), empty rows, and calls at SERIAL_CALL's edge."""
+    """A call under SERIAL_CALL bytes runs `serial_ids` (the same loops compiled without threads; after
+    the normalizer's ASCII map in the same step where it applies) and adds its new words to the same
+    cache: the reference's ids, cold and warm, and the same ids and cache as the threaded path on
+    every row. Rows with added tokens (the fused loop after `scan_rest`), long words (scratch of
+    their own), empty rows, and calls at SERIAL_CALL's edge."""
     from numbatok.backends import cpu
     rng = np.random.default_rng(5)
     special = {"gpt2": "<|endoftext|>", "roberta-base": "<mask>"}.get(name, "[SEP]")
