@@ -518,9 +518,9 @@ def ascii_pieces(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_f
 @cpu_kernel
 def ascii_normalized(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4, amap_off, amap_data,
                      amap1, cm, cd, sub_text, z64, r64):
-    """`normalize_rows_ids` of a small call whose rows are all ASCII, in one compiled step on the calling
-    thread: (text, pb, pk, row_piece), or an empty row_piece when some row is not ASCII (the caller
-    then takes the general way). Its Python steps were half of a one-row bert call."""
+    """`normalize_rows_ids` of a small call whose rows are all ASCII, compiled (the first step of
+    `ascii_serial_ids`): (text, pb, pk, row_piece), or an empty row_piece when some row is not ASCII
+    (the caller then takes the general way). Its Python steps were half of a one-row bert call."""
     row_piece, ps, pe, pk = ascii_pieces(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4)
     if row_piece.shape[0] == 0:
         return np.zeros(0, np.uint8), z64, np.zeros(1, np.int32), z64[:0]
@@ -539,7 +539,7 @@ def ascii_normalized(data, offsets, classes, at_data, at_off, at_ids, at_flags, 
     return text, pb, pk, row_piece
 
 
-def normalize_rows_ids(norm, data, offsets, at, classes, small=False, aligned=False, ascii_tried=False):
+def normalize_rows_ids(norm, data, offsets, at, classes, small=False, aligned=False):
     """`normalize_rows` without alignments, for the ids-only path: (text, pb, pk, row_piece); with
     aligned, `normalize_rows`' six outputs. All-ASCII rows take the normalizer's ASCII map (one pass,
     when it has one), other rows its `char_map` (when it has one and the row holds no unsafe
@@ -547,11 +547,6 @@ def normalize_rows_ids(norm, data, offsets, at, classes, small=False, aligned=Fa
     call over big.txt)."""
     on = _on(small)
     amap = norm.ascii_map()
-    if small and amap is not None and not aligned and not ascii_tried:
-        got = ascii_normalized(data, offsets, classes, *at, _raw_first4(at[4][0].tobytes()), *amap, *_NO_CHARS,
-                               _NO_CHARS[1], _Z64, _R64)
-        if got[3].shape[0]:
-            return got
     flags = on(ascii_rows)(data, offsets) if amap is not None else None
     if flags is None or (not flags.any() and norm.char_map() is None):
         got = normalize_rows(norm, data, offsets, at, classes, small)
@@ -1523,7 +1518,6 @@ def serial_ids(text, text_off, pb, pk, row_piece, normalized, pt_kind, pt_prefix
     return out[:row_off[n]].copy(), row_off
 
 
-
 @cpu_kernel
 def ascii_serial_ids(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4_raw, amap_off,
                      amap_data, amap1, cm, cd, sub_text, z64, r64, pt_kind, pt_prefix, asc, first4, tok_data,
@@ -1539,6 +1533,7 @@ def ascii_serial_ids(data, offsets, classes, at_data, at_off, at_ids, at_flags, 
     return serial_ids(text, pb[row_piece], pb, pk, row_piece, True, pt_kind, pt_prefix, classes, asc, first4,
                       at_data, at_off, at_ids, at_flags, at_first, tok_data, tok_offsets, vocab_slots, merges,
                       byte_pairs, byte_ids, byte_fallback_ids, affix, params, rec, idata, kdata, state, lim, ins)
+
 
 SMALL_CALL = 1 << 18
 SCAN_REST = True  # `scan_rest` for GPT-2-pattern rows of byte-level vocabularies (off: the fused loop for them too)
@@ -1743,7 +1738,7 @@ def _serial_ids(tok, data, offsets, total):
                                             first4, *model, rec, idata, kdata, state, lim, ins)
             if row_off.shape[0]:
                 return ids, row_off
-        text, pb, pk, row_piece = normalize_rows_ids(norm, data, offsets, at, tok._classes, True, ascii_tried=True)
+        text, pb, pk, row_piece = normalize_rows_ids(norm, data, offsets, at, tok._classes, True)
         return serial_ids(_readonly(text), _readonly(pb[row_piece]), pb, pk, row_piece, True, prog,
                           pt.add_prefix_space, tok._classes, asc, first4, *at, *model, rec, idata, kdata, state, lim,
                           ins)
