@@ -6,6 +6,7 @@ so it is done by pyarrow when installed (one C pass) and otherwise by one join +
 compiled character-to-byte walk, never by per-document Python work.
 """
 import itertools
+import struct
 import sys
 
 import numpy as np
@@ -282,12 +283,15 @@ def arrow_buffers(arr):
 def _from_one_str(t):
     """One text: the commonest small call (`encode`, a one-row batch), in the fewest steps."""
     try:
-        data = np.frombuffer(t.encode("utf-8"), dtype=np.uint8)
+        raw = t.encode("utf-8")
     except UnicodeEncodeError as e:
         raise _lone_surrogate(0, t[e.start]) from None
-    offsets = np.array((0, data.shape[0]), dtype=np.int64)
-    offsets.flags.writeable = False  # (as the kernels take it, see `_from_few_str`)
-    return Batch(data, offsets)
+    # (read-only as the kernels take it, see `_from_few_str`: arrays over bytes are, and made so in
+    # half the time of np.array and a flag set)
+    return Batch(np.frombuffer(raw, np.uint8), np.frombuffer(_TWO_INT64(0, len(raw)), np.int64))
+
+
+_TWO_INT64 = struct.Struct("=2q").pack
 
 
 def to_batch(texts):
