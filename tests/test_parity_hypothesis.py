@@ -32,6 +32,12 @@ batches = st.lists(texts, min_size=1, max_size=8)
 def test_generated_batches_match_reference(name, batch):
     tok, ref = numbatok_tok(name), reference_tok(name)
     assert_same_encodings(tok.encode_batch(batch), ref.encode_batch(batch), batch)
+    for specials in (True, False):  # one text: `encode` and `tok(text)` take their own short way
+        one = ref.encode(batch[0], add_special_tokens=specials)
+        assert_same_encodings([tok.encode(batch[0], add_special_tokens=specials)], [one], batch[:1])
+        got = tok(batch[0], add_special_tokens=specials)
+        assert (got["input_ids"], got["token_type_ids"], got["attention_mask"]) == (
+            one.ids, one.type_ids, one.attention_mask)
     saved, cpu.SERIAL_CALL = cpu.SERIAL_CALL, 0  # the steps of larger calls (spans from the ids path)
     try:
         assert_same_encodings(tok.encode_batch(batch), ref.encode_batch(batch), batch)
