@@ -85,6 +85,9 @@ for _name in _FIELDS:
     setattr(Encoding, _name, _field(_name))
 
 
+_ID_FIELDS = ("ids", "type_ids", "special_tokens_mask", "attention_mask")
+
+
 class Rows:
     """What a batch's `Encoding`s make their lists from: the token table's first four rows (ids,
     character start and end, word index), each row's first token, the added tokens' text, the
@@ -102,9 +105,33 @@ class Rows:
 
     def field(self, name, k):
         got = self.made.get(name)
-        if got is None:  # (the collector paused for batches alone: for a few rows the pause costs more)
+        if got is None:
+            if len(self.ro) == 2:  # (one row, as `encode` makes: see `_one_row`)
+                self.made.update(self._one_row(name))
+                return self.made[name][k]
+            # (the collector paused for batches alone: for a few rows the pause costs more)
             got = self.made[name] = without_gc(self._lists, name) if len(self.ro) > 64 else self._lists(name)
         return got[k]
+
+    def _one_row(self, name):
+        """A one-row batch's lists in two groups, the field named and those made with it: the ids and
+        the masks, or the tokens, offsets and word ids. `_lists`, a field at a time, cost 1-2 us a field
+        in its fixed steps, more than a short text's whole group."""
+        a, z = self.ro
+        pre_ids, pre_tok, pre_type, post_ids, post_tok, post_type, seq_type = self.wrap
+        i, j, n = len(pre_ids), len(post_ids), z - a
+        if name in _ID_FIELDS:
+            ids = self.table[0, a:z].tolist()
+            return {"ids": [pre_ids + ids + post_ids], "type_ids": [pre_type + [seq_type] * n + post_type],
+                    "special_tokens_mask": [[1] * i + [0] * n + [1] * j], "attention_mask": [[1] * (i + n + j)]}
+        ids, st, en, words = self.table[:, a:z].tolist()
+        names = self.names
+        tokens = [names[x] for x in ids]
+        if len(self.added):  # (added tokens show the text they matched)
+            for p, shown in zip(self.added.tolist(), self.added_text):
+                tokens[p - a] = shown
+        return {"tokens": [pre_tok + tokens + post_tok], "offsets": [[(0, 0)] * i + list(zip(st, en)) + [(0, 0)] * j],
+                "word_ids": [[None] * i + words + [None] * j]}
 
     def _lists(self, name):
         t, ro = self.table, self.ro

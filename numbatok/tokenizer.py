@@ -520,7 +520,7 @@ class Tokenizer:
         else:
             self._run_checks()
             text, f, ro = cpu.spans(self, b, trim)
-        added = np.flatnonzero(f[6])
+        added = np.flatnonzero(f[6]) if np.count_nonzero(f[6]) else _NO_ADDED  # (a third of flatnonzero's time when none)
         added_text = [bytes(text[f[7, p]:f[8, p]]).decode("utf-8") for p in added.tolist()]
         ro = ro.tolist()
         i2t = self._id_to_token
@@ -753,6 +753,9 @@ class Tokenizer:
 
     def __repr__(self):
         return f"Tokenizer(model={type(self.spec.model).__name__[:-4]}, vocab_size={self.vocab_size}, device={self.device!r})"
+
+
+_NO_ADDED = np.zeros(0, np.int64)
 
 
 def _id_row_lists(flat, ro, type_id):
