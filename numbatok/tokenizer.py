@@ -702,6 +702,11 @@ class Tokenizer:
         if isinstance(sequences, RaggedEncoding):
             return self.decode_ragged(sequences.ids, sequences.row_offsets, skip_special_tokens)
         lens = [len(s) for s in sequences]
+        # (few ids, as `decode`; the array steps' fixed cost per row moves the break-even up ~24 ids a row)
+        if sum(lens) <= SHORT_DECODE + 24 * len(lens) and all(type(s) is list for s in sequences):
+            texts = [self._decode_short(s, skip_special_tokens) for s in sequences]
+            if None not in texts:
+                return texts
         row_offsets = np.zeros(len(lens) + 1, dtype=np.int64)
         np.cumsum(lens, out=row_offsets[1:])
         flat = np.concatenate([np.asarray(s, dtype=np.int64).reshape(-1) for s in sequences]) if lens else np.zeros(0, np.int64)
