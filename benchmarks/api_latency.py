@@ -7,7 +7,8 @@ Each case pairs a numbatok call with the `tokenizers` call a user would make ins
 their ids agree, then times them in turns: 7 rounds of a few hundred calls each, the median per
 call of each round, the median over rounds. The ratio (numbatok / tokenizers, lower is faster) is
 the median of the rounds' ratios: this machine's speed drifts within minutes, a ratio within one
-round much less. Texts: one short sentence, one ~500-byte paragraph of big.txt, 64 and 4,096 paragraphs.
+round much less. Texts: one short sentence, one ~500-byte paragraph of big.txt, 64 and 4,096
+paragraphs; decoded: the sentence's ids and those of 64 paragraphs' first 60 characters.
 """
 import argparse
 import os
@@ -35,6 +36,8 @@ def cases(tok, ref, docs):
     para = next(d for d in docs if 400 < len(d) < 600)
     batch = docs[100:164]
     large = docs[:4096]
+    ids = ref.encode(short).ids
+    some = [e.ids for e in ref.encode_batch([d[:60] for d in batch])]
     return [
         ("encode, a short sentence", lambda: tok.encode(short), lambda: ref.encode(short),
          lambda a, b: a.ids == b.ids and a.offsets == b.offsets),
@@ -48,6 +51,9 @@ def cases(tok, ref, docs):
          lambda a, b: a.to_list() == [e.ids for e in b]),
         ("tok(text), a short sentence", lambda: tok(short), lambda: ref.encode(short),
          lambda a, b: a["input_ids"] == b.ids),
+        ("decode, a short sentence", lambda: tok.decode(ids), lambda: ref.decode(ids), lambda a, b: a == b),
+        ("decode_batch, 64 sentences", lambda: tok.decode_batch(some), lambda: ref.decode_batch(some),
+         lambda a, b: a == b),
     ]
 
 
