@@ -64,9 +64,9 @@ def test_generated_batches_match_reference(name, batch):
 def test_decode_arbitrary_ids_matches_reference(name, ids):
     """Any id sequence, including ones that split UTF-8 characters (lossy decode must match too)."""
     tok, ref = numbatok_tok(name), reference_tok(name)
-    for given in (ids, np.array(ids, np.int64)):  # (a short list decodes token by token, an array by array steps)
-        assert tok.decode(given, skip_special_tokens=False) == ref.decode(ids, skip_special_tokens=False)
-        assert tok.decode(given) == ref.decode(ids)
+    for arg in (ids, np.array(ids, np.int64)):  # (a short list decodes token by token, an array by array steps)
+        assert tok.decode(arg, skip_special_tokens=False) == ref.decode(ids, skip_special_tokens=False)
+        assert tok.decode(arg) == ref.decode(ids)
 
 
 @pytest.mark.parametrize("name", SHIPPED)
