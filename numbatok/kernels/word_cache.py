@@ -471,8 +471,10 @@ class WordCache:
 
     def close_inserts(self, lim):
         _, ids, key_bytes = self._lim_list if lim is self._lim else lim.tolist()
-        _, n_ids, _, n_key_bytes, _ = self.state.tolist()  # (the counters may have run past the room where
-        if n_ids > ids:                                     # words no longer fit; only the writer moves them)
+        # (the counters may have run past the room where words no longer fit; no lock: only the writer
+        # moves them)
+        _, n_ids, _, n_key_bytes, _ = self.state.tolist()
+        if n_ids > ids:
             self.state[1] = ids
         if n_key_bytes > key_bytes:
             self.state[3] = key_bytes
