@@ -6,7 +6,7 @@ import numba
 import numpy as np
 
 from .._numba import cpu_kernel, fetch_add, jitable, prange, prefetch
-from ..models.bpe import SMALL, merge_byte_heap, merge_byte_word
+from ..models.bpe import SMALL, merge_byte_long, merge_byte_word
 from ..models.tables import WORDPIECE
 from ..pre_tokenizers import GPT2, SPLIT
 from ..pre_tokenizers.splitting import REMOVED
@@ -1142,7 +1142,7 @@ def long_word_ids(data, s, e, virt, tok_data, tok_offsets, vocab_slots, merges, 
     extra = params[1] + params[2] + 8
     w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf = model_scratch(e - s + virt + 1, extra)
     if (params[3] & 16) != 0 and (params[3] & 4) == 0:  # byte-level, every byte a symbol
-        k = merge_byte_heap(data, s, e, virt, byte_ids, byte_pairs, merges, params[0], sym_id, sym_st, nxt, prv, heap)
+        k = merge_byte_long(data, s, e, virt, byte_ids, byte_pairs, merges, params[0], sym_id, sym_st, nxt, prv, heap)
     else:
         k = word_tokens(data, s, e, virt, -1, tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids,
                         byte_fallback_ids, affix, params, w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv,
@@ -1281,7 +1281,7 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
                                 k = merge_byte_word(text, s, e, v, byte_ids, byte_pairs, merges, params[0], sym_id,
                                                     new_buf)
                             elif bytewise:
-                                k = merge_byte_heap(text, s, e, v, byte_ids, byte_pairs, merges, params[0], sym_id,
+                                k = merge_byte_long(text, s, e, v, byte_ids, byte_pairs, merges, params[0], sym_id,
                                                     sym_st, nxt, prv, heap)
                             else:
                                 k = word_tokens(text, s, e, v, -1, tok_data, tok_offsets, vocab_slots, merges,
@@ -1468,7 +1468,7 @@ def scan_rest(c0, c1, text, text_off, chunk_row, asc, first4, at_data, at_off, a
                                 k = merge_byte_word(text, ws, ws + m, 0, byte_ids, byte_pairs, merges, params[0],
                                                     sym_id, new_buf)
                             else:
-                                k = merge_byte_heap(text, ws, ws + m, 0, byte_ids, byte_pairs, merges, params[0],
+                                k = merge_byte_long(text, ws, ws + m, 0, byte_ids, byte_pairs, merges, params[0],
                                                     sym_id, sym_st, nxt, prv, heap)
                             out[pos:pos + k] = sym_id[:k]
                         if h != 0 and k <= MAX_IDS:

@@ -7,7 +7,8 @@
                          WordPiece: the vocabulary's trie (`wordpiece.build_trie`)
   byte_pairs[65536]      the same value for the pair of single-byte tokens (a, b) at a * 256 + b,
                          -1 when they never merge (byte-level BPE: a word's first ranks without
-                         hashing; flag bit 4). One entry otherwise
+                         hashing; flag bit 4), CUT (-2) when no merged token holds them side by
+                         side (a long word is cut there, `bpe.merge_byte_long`). One entry otherwise
   byte_ids[256]          id of each single byte (byte-level fast path), -1 when absent
   byte_fallback_ids[256] id of "<0xXX>" tokens, -1 when absent                     (BPE)
   affix                  continuing_subword_prefix then end_of_word_suffix bytes
@@ -17,11 +18,23 @@
 import numpy as np
 
 from ..kernels.hashing import build_bytes_table, build_pair_table
+from .bpe import CUT
 from .wordpiece import CONT_ROOT, build_trie
 
 BPE = 0
 WORDPIECE = 1
 WORDLEVEL = 2
+
+
+def _joined_bytes(data, offsets, ids):
+    """65,536 flags: whether bytes a, b lie side by side (at a * 256 + b) in any of these tokens."""
+    s = offsets[ids]
+    pairs = np.maximum(offsets[ids + 1] - s - 1, 0)
+    # each token's byte positions but its last, without a loop over the tokens
+    at = np.arange(int(pairs.sum())) + np.repeat(s - (np.cumsum(pairs) - pairs), pairs)
+    seen = np.zeros(65536, bool)
+    seen[data[at].astype(np.int64) * 256 + data[at + 1]] = True
+    return seen
 
 
 def _space_runs(data, offsets):
@@ -83,6 +96,7 @@ class ModelTables:
             pair = (self.byte_ids.astype(np.int64)[:, None] * self.n_ids + self.byte_ids[None, :]).ravel()
             hit = order[np.maximum(np.searchsorted(keys, pair, side="right", sorter=order) - 1, 0)]
             self.byte_pairs = np.where(keys[hit] == pair, (hit << 32) | m[hit, 2], -1)
+            self.byte_pairs[~_joined_bytes(self.tok_data, self.tok_offsets, m[:, 2])] = CUT
         self.unk_id = unk_id
         self.params = np.array([self.n_ids, self.n_prefix, self.n_suffix, self.flags, self.unk_id, self.kind,
                                 self.max_input_chars_per_word, -1], dtype=np.int64)
