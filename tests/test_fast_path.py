@@ -213,40 +213,70 @@ def test_empty_rows_and_batches():
 
 
 @pytest.mark.parametrize("name", ["gpt2", "roberta-base"])
-def test_heap_merge_gives_the_linear_merges_ids(name):
-    """The fast path merges byte-level words over LINEAR_BYTES with a heap: the same ids as the
-    linear scan on every word it could take (random bytes, runs of one byte, pairs, CJK, a virtual
-    space or none), and the reference's on rows of such words."""
+def test_heap_and_cut_merges_give_the_linear_merges_ids(name):
+    """The fast path merges byte-level words over LINEAR_BYTES cut where no merge joins two bytes
+    (`merge_byte_long`), pieces over 32 bytes with a heap: the same ids as the linear scan on every
+    word it could take, and as the heap on words of up to 200 bytes (random bytes, runs of one byte,
+    pairs, CJK, Japanese with its long-vowel mark, emoji, accented Latin; a virtual space or none),
+    and the reference's on rows of such words."""
     import numba
-    from numbatok.models.bpe import merge_byte_heap, merge_byte_word
+    from numbatok.models.bpe import SMALL, merge_byte_heap, merge_byte_long, merge_byte_word
 
     @numba.njit
     def differing(data, off, virt, byte_ids, byte_pairs, merges, n_ids):
-        a, rv = np.empty(80, np.int32), np.empty(80, np.int64)
-        b, cur, nxt, prv, heap = (np.empty(80, np.int32), np.empty(80, np.int64), np.empty(80, np.int64),
-                                  np.empty(80, np.int64), np.empty(240, np.int64))
+        a, rv = np.empty(256, np.int32), np.empty(256, np.int64)
+        b, c = np.empty(256, np.int32), np.empty(256, np.int32)
+        cur, nxt, prv, heap = np.empty(256, np.int64), np.empty(256, np.int64), np.empty(256, np.int64), \
+            np.empty(768, np.int64)
         bad = 0
         for i in range(off.shape[0] - 1):
-            ka = merge_byte_word(data, off[i], off[i + 1], virt, byte_ids, byte_pairs, merges, n_ids, a, rv)
-            kb = merge_byte_heap(data, off[i], off[i + 1], virt, byte_ids, byte_pairs, merges, n_ids, b, cur, nxt,
-                                 prv, heap)
-            bad += ka != kb or not (a[:ka] == b[:kb]).all()
+            s, e = off[i], off[i + 1]
+            kb = merge_byte_heap(data, s, e, virt, byte_ids, byte_pairs, merges, n_ids, b, cur, nxt, prv, heap)
+            kc = merge_byte_long(data, s, e, virt, byte_ids, byte_pairs, merges, n_ids, c, cur, nxt, prv, heap)
+            bad += kc != kb or not (c[:kc] == b[:kb]).all()
+            if e - s + virt <= SMALL:
+                ka = merge_byte_word(data, s, e, virt, byte_ids, byte_pairs, merges, n_ids, a, rv)
+                bad += ka != kb or not (a[:ka] == b[:kb]).all()
         return bad
 
     rng = np.random.default_rng(3)
+    japanese = "ーテストのデータ日本語文字列、。ァィゥヴ"
     words = []
-    for n in rng.integers(1, 64, 2000):
+    for n in rng.integers(1, 200, 2000):
         words += [bytes(rng.integers(0, 256, n, dtype=np.uint8)), b"a" * n, b"ab" * (n // 2 + 1),
-                  "".join(chr(c) for c in rng.integers(0x4E00, 0x4E80, n // 3 + 1)).encode()[:64]]
+                  "".join(chr(c) for c in rng.integers(0x4E00, 0x4E80, n // 3 + 1)).encode()[:200],
+                  "".join(japanese[j] for j in rng.integers(0, len(japanese), n // 3 + 1)),
+                  "".join(chr(c) for c in rng.integers(0x1F300, 0x1F650, n // 4 + 1)).encode(),
+                  "".join("éaüßñ"[j] for j in rng.integers(0, 5, n // 2 + 1)).encode()]
+    words = [w.encode() if isinstance(w, str) else w for w in words]
     tok = numbatok.Tokenizer.from_pretrained(name, device="cpu")
     _, _, _, merges, byte_pairs, byte_ids, _, _, params = tok._model.arrays()
     data = np.frombuffer(b"".join(words), np.uint8)
     off = np.concatenate(([0], np.cumsum([len(w) for w in words]))).astype(np.int64)
     for virt in (0, 1):
         assert differing(data, off, virt, byte_ids, byte_pairs, merges, params[0]) == 0
-    rows = [" ".join(w.decode("utf-8", "replace") for w in words[i:i + 8]) for i in range(0, 800, 8)]
+    rows = [" ".join(w.decode("utf-8", "replace") for w in words[i:i + 8]) for i in range(0, 1400, 8)]
     want = [e.ids for e in reference_tok(name).encode_batch(rows, add_special_tokens=False)]
     assert tok.encode_ragged(rows, add_special_tokens=False).to_list() == want
+
+
+@pytest.mark.parametrize("name", ["gpt2", "roberta-base"])
+def test_cut_marks_exactly_the_byte_pairs_no_merged_token_holds(name):
+    """byte_pairs' CUT entries, where `merge_byte_long` cuts a word, against the merges read in
+    Python: a pair is CUT exactly when no merge's result has those two bytes side by side."""
+    from numbatok.models.bpe import CUT
+    tok = numbatok.Tokenizer.from_pretrained(name, device="cpu")
+    tok_data, tok_offsets, _, _, byte_pairs, _, _, _, _ = tok._model.arrays()
+    with open(vocab_path(name), encoding="utf-8") as f:
+        model = json.load(f)["model"]
+    joined = np.zeros(65536, bool)
+    for m in model["merges"]:
+        t = model["vocab"]["".join(m.split(" ") if isinstance(m, str) else m)]
+        b = bytes(tok_data[tok_offsets[t]:tok_offsets[t + 1]])
+        for x, y in zip(b, b[1:]):
+            joined[x * 256 + y] = True
+    assert np.array_equal(byte_pairs == CUT, ~joined)
+    assert (byte_pairs[~joined] < 0).all() and 1000 < joined.sum() < 20000  # (gpt2: 2,689 pairs)
 
 
 @pytest.mark.parametrize("threads", [1, 2, 16])
