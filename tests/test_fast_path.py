@@ -218,7 +218,7 @@ def test_heap_and_cut_merges_give_the_linear_merges_ids(name):
     (`merge_byte_long`), pieces over 32 bytes with a heap: the same ids as the linear scan on every
     word it could take, and as the heap on words of up to 200 bytes (random bytes, runs of one byte,
     pairs, CJK, Japanese with its long-vowel mark, emoji, accented Latin; a virtual space or none),
-    and the reference's on rows of such words."""
+    and the reference's ids and offsets on rows of such words."""
     import numba
     from numbatok.models.bpe import SMALL, merge_byte_heap, merge_byte_long, merge_byte_word
 
@@ -256,8 +256,11 @@ def test_heap_and_cut_merges_give_the_linear_merges_ids(name):
     for virt in (0, 1):
         assert differing(data, off, virt, byte_ids, byte_pairs, merges, params[0]) == 0
     rows = [" ".join(w.decode("utf-8", "replace") for w in words[i:i + 8]) for i in range(0, 1400, 8)]
-    want = [e.ids for e in reference_tok(name).encode_batch(rows, add_special_tokens=False)]
-    assert tok.encode_ragged(rows, add_special_tokens=False).to_list() == want
+    want = reference_tok(name).encode_batch(rows, add_special_tokens=False)
+    assert tok.encode_ragged(rows, add_special_tokens=False).to_list() == [e.ids for e in want]
+    for row, e in zip(rows[:60], want):  # (`encode`'s spans path: `word_tokens_cut`, spans from the ids)
+        got = tok.encode(row, add_special_tokens=False)
+        assert (got.ids, got.offsets) == (e.ids, e.offsets)
 
 
 @pytest.mark.parametrize("name", ["gpt2", "roberta-base"])
@@ -711,6 +714,9 @@ def test_small_calls_on_the_calling_thread_give_the_threaded_ids(name, docs, mon
         fused.append(got[1].shape[0] > 0)
         return got
 
+    # (compiled first: `ascii_serial_ids` calls `serial_ids`, which a compilation under the patch
+    # would find to be the Python wrapper below)
+    numbatok.Tokenizer.from_pretrained(name, device="cpu").encode_ragged(["compile"], add_special_tokens=False)
     monkeypatch.setattr(cpu, "serial_ids", lambda *a: seen.append(1) or serial(*a))
     monkeypatch.setattr(cpu, "ascii_serial_ids", ascii_step)
     tok = numbatok.Tokenizer.from_pretrained(name, device="cpu")

@@ -108,9 +108,9 @@ def encode_words(data, ws, we, wv, wk, cap_off, tok_data, tok_offsets, vocab_slo
                 longest = m
         w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf = model_scratch(longest, extra)
         for i in range(lo, hi):
-            k = word_tokens(data, ws[i], we[i], wv[i], wk[i], tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
-                            byte_ids, byte_fallback_ids, affix, params,
-                            w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf)
+            k = word_tokens_cut(data, ws[i], we[i], wv[i], wk[i], tok_data, tok_offsets, vocab_slots, merges,
+                                byte_pairs, byte_ids, byte_fallback_ids, affix, params,
+                                w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf)
             store_tokens(cap_off[i], k, sym_id, sym_st, sym_en, cap_ids, cap_st, cap_en)
             ntok[i] = k
 
@@ -1144,15 +1144,32 @@ def long_word_ids(data, s, e, virt, tok_data, tok_offsets, vocab_slots, merges, 
     own; returns how many."""
     extra = params[1] + params[2] + 8
     w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf = model_scratch(e - s + virt + 1, extra)
-    if (params[3] & 16) != 0 and (params[3] & 4) == 0:  # byte-level, every byte a symbol
-        k = merge_byte_long(data, s, e, virt, byte_ids, byte_pairs, merges, params[0], sym_id, sym_st, nxt, prv, heap)
-    else:
-        k = word_tokens(data, s, e, virt, -1, tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids,
+    k = word_tokens_cut(data, s, e, virt, -1, tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids,
                         byte_fallback_ids, affix, params, w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv,
                         kbuf)
     for q in range(k):
         out[pos + q] = sym_id[q]
     return k
+
+
+@jitable
+def word_tokens_cut(data, s, e, virt, kind, tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids,
+                    byte_fallback_ids, affix, params, w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv,
+                    kbuf):
+    """`word_tokens` on the CPU, where a byte-level word over LINEAR_BYTES is cut first as the ids path
+    cuts it (`merge_byte_long`; the GPU sends such words here): its spans follow from its tokens'
+    lengths, since a byte-level word's tokens hold its bytes in order."""
+    if kind < 0 and e - s + virt > LINEAR_BYTES and (params[3] & 16) != 0 and (params[3] & 4) == 0:
+        k = merge_byte_long(data, s, e, virt, byte_ids, byte_pairs, merges, params[0], sym_id, sym_st, nxt, prv, heap)
+        p = 0
+        for q in range(k):
+            sym_st[q] = p
+            p += tok_offsets[sym_id[q] + 1] - tok_offsets[sym_id[q]]
+            sym_en[q] = p
+        return k
+    return word_tokens(data, s, e, virt, kind, tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids,
+                       byte_fallback_ids, affix, params, w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv,
+                       kbuf)
 
 
 @cpu_kernel(parallel=True)
