@@ -92,7 +92,8 @@ SIM_SCRIPT = textwrap.dedent(r'''
 ''')
 
 SIM_DOCS = ["Hello world, it's me!  \t x", "", " ", "\u00e9\u4e00 x<|endoftext|>y", "  <mask> hi", " \tx",
-            "a" * 70 + " " + "b" * 65, "すべての人間は生まれながらにして自由でありかつ尊厳と権利とについて平等である", "\U0001F468\u200d\U0001F469 ok\r\n", "naïve café 123 ½"]
+            "a" * 70 + " " + "b" * 65, "\U0001F468\u200d\U0001F469 ok\r\n", "naïve café 123 ½",
+            "すべての人間は生まれながらにして自由でありかつ尊厳と権利とについて平等である"]  # (a 115-byte word: cut pieces)
 
 
 def test_cuda_launch_path_under_simulator():
