@@ -176,7 +176,28 @@ def _atomics():
     return compare_swap, store_release, load_acquire
 
 
+def _readonly_view():
+    from numba import types
+    from numba.core.imputils import impl_ret_borrowed
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def readonly(typingctx, arr):
+        """The same array, typed read-only (CPU kernels only): a kernel that compiled code calls with an
+        array it made then runs the one specialization Python's callers load, whose input may be a
+        read-only buffer (each extra specialization of the largest kernels compiles for 5-7 s)."""
+        if not isinstance(arr, types.Array):
+            return None
+        rt = arr.copy(readonly=True)
+
+        def codegen(context, builder, sig, args):
+            return impl_ret_borrowed(context, builder, sig.return_type, args[0])
+        return rt(arr), codegen
+    return readonly
+
+
 prefetch = _prefetch()
+readonly = _readonly_view()
 fetch_add = _fetch_add()
 compare_swap, store_release, load_acquire = _atomics()
 ascii_masks = _ascii_masks()
@@ -192,6 +213,17 @@ def cached(decorate):
         return decorate()
     finally:
         numba.config.CACHE_DIR = saved
+
+
+def readonly_view(a):
+    """a, or a read-only view of it. Kernels take their input arrays read-only, whichever way they were
+    made (a bytes object's buffer is read-only, a new array is not): one compiled specialization of
+    each kernel, loaded by any earlier call, instead of a second one compiled in the middle of a job."""
+    if not a.flags.writeable:
+        return a
+    v = a.view()
+    v.flags.writeable = False
+    return v
 
 
 def cpu_kernel(fn=None, *, parallel=False, nogil=True):

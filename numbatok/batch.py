@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from ._numba import cpu_kernel
+from ._numba import cpu_kernel, readonly_view
 from .kernels import lines as _lines
 from .errors import InvalidInputError
 
@@ -230,7 +230,7 @@ def _from_bytes_list(items):
 def from_lines(block):
     """Whole lines of bytes -> Batch (not yet validated): every "\n", and one "\r" right before it, is
     cut out. A final "\n" does not start another, empty row."""
-    arr = np.frombuffer(block, dtype=np.uint8)
+    arr = readonly_view(np.frombuffer(block, dtype=np.uint8))
     if arr.shape[0] == 0:
         return Batch(np.zeros(0, np.uint8), np.zeros(1, np.int64))
     starts, ends = _lines.lines(arr)
@@ -244,7 +244,7 @@ def from_lines(block):
 
 def validated(batch):
     """Checks host bytes are UTF-8; the reference only accepts text, so neither do we."""
-    row, pos = _first_invalid_utf8(batch.data, batch.offsets)
+    row, pos = _first_invalid_utf8(readonly_view(batch.data), readonly_view(batch.offsets))
     if row >= 0:
         raise InvalidInputError(
             f"batch item {row} is not valid UTF-8 (bad byte at offset {pos}): decode it yourself "

@@ -103,6 +103,13 @@ class Tokenizer:
         self._truncation = spec.truncation
         self._padding = spec.padding
 
+    def __getstate__(self):
+        # What calls derive from the tables is made again after unpickling: pickle hands read-only
+        # arrays back writable, and every kernel would compile a second specialization for them.
+        state = self.__dict__.copy()
+        state.pop("_ids_consts", None)
+        return state
+
     # ---- loading ----
     @classmethod
     def from_str(cls, json_text, device="auto", gpu_memory_budget=None):

@@ -314,6 +314,8 @@ def test_first_call_on_other_input_compiles_nothing(name):
     another way (ASCII str, mixed scripts, bytes, all-ASCII or not) reuse the compiled kernels:
     nothing compiles in the middle of a job (a first pass over a new corpus once spent 4 s compiling
     a second specialization)."""
+    import pickle
+    from numbatok import batch as batch_module
     from numbatok.backends import cpu
     tok = numbatok.Tokenizer.from_pretrained(name, device="cpu")
     # (U+1D15E decomposes to a mark that BERT keeps: its row takes the normalizer's passes, not the char map)
@@ -321,11 +323,18 @@ def test_first_call_on_other_input_compiles_nothing(name):
         for rows in (["Привет, 世界! naïve", "plain ascii", "", "long é " * 40_000, "\U0001D15E"],
                      ["Привет, 世界! naïve", "plain ascii", "", "\U0001D15E", "x" * 2000]):
             tok.encode_ragged(rows, add_special_tokens=False)
+            tok.encode_batch(rows)
+    tok.encode_batch(["plain ascii", "and more"])
+    batch_module.from_lines(b"a line\nanother")
     kernels = [v for v in vars(cpu).values() if hasattr(v, "signatures")]
     before = {k: len(k.signatures) for k in kernels}
-    for batch in (["only ascii here", "and here"], ["ascii", "日本語"], [b"bytes in", b"\xc3\xa9"],
-                  ["x" * 300_000], ["a \U0001D15E\u0301 b", "Ελληνικά"]):
-        tok.encode_ragged(batch, add_special_tokens=False)
+    # (a pickled copy, as multiprocessing and Ray hand it over: its tables come back writable)
+    for t in (tok, pickle.loads(pickle.dumps(tok))):
+        for batch in (["only ascii here", "and here"], ["ascii", "日本語"], [b"bytes in", b"\xc3\xa9"],
+                      ["x" * 300_000], ["a \U0001D15E\u0301 b", "Ελληνικά"]):
+            t.encode_ragged(batch, add_special_tokens=False)
+            t.encode_batch(batch)
+        t.encode_ragged(batch_module.from_lines(bytearray(b"from a writable\nbuffer")), add_special_tokens=False)
     assert {k: len(k.signatures) for k in kernels} == before
 
 
@@ -342,6 +351,19 @@ def test_pickled_tokenizer_starts_with_an_empty_cache():
     copy = pickle.loads(pickle.dumps(tok))
     assert len(copy._word_cache) == 0
     assert copy.encode_ragged(["some words to cache"]).to_list() == tok.encode_ragged(["some words to cache"]).to_list()
+
+
+def test_tokenizer_pickled_after_its_normalizer_learned_characters():
+    """A normalizer's character map refers back to the normalizer: pickled after a call that filled
+    it (non-ASCII text through bert-base-uncased), the copy once failed to load."""
+    import pickle
+    tok = numbatok.Tokenizer.from_pretrained("bert-base-uncased", device="cpu")
+    rows = ["Привет, naïve Ångström", "plain"]
+    want = tok.encode_ragged(rows).to_list()
+    assert tok._norm.char_map() is not None
+    copy = pickle.loads(pickle.dumps(tok))
+    assert want == [e.ids for e in reference_tok("bert-base-uncased").encode_batch(rows)]
+    assert copy.encode_ragged(rows).to_list() == want
 
 
 def test_submodules_load_on_attribute_access():

@@ -5,7 +5,8 @@ import types
 import numba
 import numpy as np
 
-from .._numba import cpu_kernel, fetch_add, jitable, prange, prefetch
+from .._numba import cpu_kernel, fetch_add, jitable, prange, prefetch, readonly
+from .._numba import readonly_view as _readonly
 from ..models.bpe import SMALL, merge_byte_long, merge_byte_word
 from ..models.tables import WORDPIECE
 from ..pre_tokenizers import GPT2, SPLIT
@@ -108,7 +109,8 @@ def encode_words(data, ws, we, wv, wk, cap_off, tok_data, tok_offsets, vocab_slo
                 longest = m
         w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf = model_scratch(longest, extra)
         for i in range(lo, hi):
-            k = word_tokens_cut(data, ws[i], we[i], wv[i], wk[i], tok_data, tok_offsets, vocab_slots, merges,
+            k = word_tokens_cut(data, ws[i], we[i], np.int64(wv[i]), np.int64(wk[i]), tok_data, tok_offsets,
+                                vocab_slots, merges,
                                 byte_pairs, byte_ids, byte_fallback_ids, affix, params,
                                 w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf)
             store_tokens(cap_off[i], k, sym_id, sym_st, sym_en, cap_ids, cap_st, cap_en)
@@ -251,16 +253,6 @@ def _scan(counts):
     off = np.zeros(counts.shape[0] + 1, dtype=np.int64)
     np.cumsum(counts, out=off[1:])
     return off
-
-
-def _readonly(a):
-    # Every pass reads read-only arrays (the batch's bytes may be a read-only buffer): one compiled
-    # specialization of each kernel, not two.
-    if not a.flags.writeable:
-        return a
-    v = a.view()
-    v.flags.writeable = False
-    return v
 
 
 @functools.lru_cache(maxsize=64)
@@ -498,20 +490,21 @@ def ascii_pieces(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_f
     x = np.uint8(0)
     for c in data[offsets[0]:offsets[n]]:
         x |= c
-    if x >= 128:
-        return _EMPTY_I64, _EMPTY_I64, _EMPTY_I64, np.zeros(0, np.int32)
+    if x >= 128:  # (new arrays, not a global one: a global is read-only, and so would row_piece be)
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int32)
     counts = np.empty(n, np.int64)
     z64, z32 = np.zeros(1, np.int64), np.zeros(1, np.int32)
-    split_pieces_serial(False, data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4, z64, z64,
-                        z64, z32, counts)
+    # (np.bool_: a bool, as Python passes it; a literal False would compile a specialization of its own)
+    split_pieces_serial(np.bool_(False), data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4,
+                        z64, z64, z64, z32, counts)
     row_piece = np.empty(n + 1, np.int64)
     row_piece[0] = 0
     for r in range(n):
         row_piece[r + 1] = row_piece[r] + counts[r]
     m = row_piece[n]
     ps, pe, pk = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int32)
-    split_pieces_serial(True, data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4, row_piece,
-                        ps, pe, pk, counts)
+    split_pieces_serial(np.bool_(True), data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4,
+                        row_piece, ps, pe, pk, counts)
     return row_piece, ps, pe, pk
 
 
@@ -529,13 +522,13 @@ def ascii_normalized(data, offsets, classes, at_data, at_off, at_ids, at_flags, 
     row_sub = np.full(n, -1, np.int64)
     pb = np.zeros(m + 1, np.int64)
     none = np.zeros(0, np.int64)  # (r64: read-only, as `normalize_rows`' alignments are)
-    merge_pieces_serial(False, data, ps, pe, pk, row_piece, row_sub, amap_off, amap_data, amap1, cm, cd, sub_text, z64,
-                        z64, r64, r64, z64, pb, np.zeros(1, np.uint8), none, none)
+    merge_pieces_serial(np.bool_(False), data, ps, pe, pk, row_piece, row_sub, amap_off, amap_data, amap1, cm, cd,
+                        sub_text, z64, z64, r64, r64, z64, pb, np.zeros(1, np.uint8), none, none)
     for i in range(m):
         pb[i + 1] += pb[i]
     text = np.empty(pb[m], np.uint8)
-    merge_pieces_serial(True, data, ps, pe, pk, row_piece, row_sub, amap_off, amap_data, amap1, cm, cd, sub_text, z64,
-                        z64, r64, r64, z64, pb, text, none, none)
+    merge_pieces_serial(np.bool_(True), data, ps, pe, pk, row_piece, row_sub, amap_off, amap_data, amap1, cm, cd,
+                        sub_text, z64, z64, r64, r64, z64, pb, text, none, none)
     return text, pb, pk, row_piece
 
 
@@ -546,6 +539,7 @@ def normalize_rows_ids(norm, data, offsets, at, classes, small=False, aligned=Fa
     character); only the rest run its passes (the passes over every row were ~85% of a bert offsets
     call over big.txt)."""
     on = _on(small)
+    data, offsets = _readonly(data), _readonly(offsets)  # (as in `normalize_rows`)
     amap = norm.ascii_map()
     flags = on(ascii_rows)(data, offsets) if amap is not None else None
     if flags is None or (not flags.any() and norm.char_map() is None):
@@ -598,10 +592,11 @@ def _words(tok, data, offsets, small=False):
         text, text_off, align = data, offsets, None
     else:
         text, pb, pk, row_piece, ias, iae = normalize_rows_ids(tok._norm, data, offsets, at, classes, small, True)
+        text = _readonly(text)  # (as the batch's own bytes are: one specialization of each kernel after this)
         z = np.zeros(1, np.int64)
         on(piece_word_rows)(False, text, pb, pk, row_piece, pt.prog, pt.add_prefix_space, classes, *at, z, z, z,
                             np.zeros(1, np.uint8), np.zeros(1, np.int32), counts)
-        text_off, align = pb[row_piece], (ias, iae)
+        text_off, align = _readonly(pb[row_piece]), (ias, iae)
     row_word = _scan(counts)
     nw = int(row_word[-1])
     ws = np.empty(nw, np.int64)
@@ -725,17 +720,18 @@ def spans_ascii_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_o
     n = offsets.shape[0] - 1
     z = np.zeros(1, np.int64)
     counts = np.empty(n, np.int64)
-    piece_word_rows_serial(False, text, pb, pk, row_piece, pt_kind, pt_prefix, classes, at_data, at_off, at_ids,
-                           at_flags, at_first, z, z, z, np.zeros(1, np.uint8), np.zeros(1, np.int32), counts)
+    text = readonly(text)  # (the types `_words` passes: one specialization of each step for both callers)
+    piece_word_rows_serial(np.bool_(False), text, pb, pk, row_piece, pt_kind, pt_prefix, classes, at_data, at_off,
+                           at_ids, at_flags, at_first, z, z, z, np.zeros(1, np.uint8), np.zeros(1, np.int32), counts)
     row_word, ws, we, wv, wk = word_room(counts)
-    piece_word_rows_serial(True, text, pb, pk, row_piece, pt_kind, pt_prefix, classes, at_data, at_off, at_ids,
-                           at_flags, at_first, row_word, ws, we, wv, wk, counts)
+    piece_word_rows_serial(np.bool_(True), text, pb, pk, row_piece, pt_kind, pt_prefix, classes, at_data, at_off,
+                           at_ids, at_flags, at_first, row_word, ws, we, wv, wk, counts)
     text_off = np.empty(n + 1, np.int64)
     for r in range(n + 1):
         text_off[r] = pb[row_piece[r]]
-    f, row_tok = spans_of_words(data, offsets, text, text_off, row_word, ws, we, wv, wk, ias, iae, classes, tok_data,
-                                tok_offsets, vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix,
-                                params, lead_tab, trail_tab, trim)
+    f, row_tok = spans_of_words(data, offsets, text, readonly(text_off), row_word, ws, we, wv, wk, ias, iae, classes,
+                                tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids,
+                                affix, params, lead_tab, trail_tab, trim)
     return f, row_tok, text
 
 
@@ -746,7 +742,8 @@ def ascii_aligned(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_
     added token's bytes to themselves; an empty row_piece when some row is not ASCII."""
     row_piece, ps, pe, pk = ascii_pieces(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4)
     if row_piece.shape[0] == 0:
-        return np.zeros(0, np.uint8), _EMPTY_I64, np.zeros(0, np.int32), _EMPTY_I64, _EMPTY_I64, _EMPTY_I64
+        return np.zeros(0, np.uint8), np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int64), _EMPTY_I64, \
+            _EMPTY_I64
     n = offsets.shape[0] - 1
     m = row_piece[n]
     pb = np.empty(m + 1, np.int64)
@@ -1283,7 +1280,8 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
                             out[pos] = bkind[t]
                             pos += 1
                             continue
-                        s, e, v, h, k0, k1 = bs[t], be[t], bv[t], bkey[t, 0], bkey[t, 1], bkey[t, 2]
+                        # (v as int64, as `scan_rest` passes it: the helpers compile once for both loops)
+                        s, e, v, h, k0, k1 = bs[t], be[t], np.int64(bv[t]), bkey[t, 0], bkey[t, 1], bkey[t, 2]
                         m = e - s + v
                         if m <= LONG_BYTES:
                             if m <= KEY_BYTES:
@@ -1299,7 +1297,7 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
                         else:
                             if bytewise and m <= LINEAR_BYTES:
                                 k = merge_byte_word(text, s, e, v, byte_ids, byte_pairs, merges, params[0], sym_id,
-                                                    new_buf)
+                                                    new_buf, 0)
                             elif bytewise:
                                 k = merge_byte_long(text, s, e, v, byte_ids, byte_pairs, merges, params[0], sym_id,
                                                     sym_st, nxt, prv, heap)
@@ -1481,12 +1479,12 @@ def scan_rest(c0, c1, text, text_off, chunk_row, asc, first4, at_data, at_off, a
                             pos += copy_ids(rec[hit, 3], idata, out, pos)
                             continue
                         if m + 1 > SCRATCH:  # (longer than the scratch: a word with scratch of its own)
-                            k = long_word_ids(text, ws, ws + m, 0, tok_data, tok_offsets, vocab_slots, merges,
-                                              byte_pairs, byte_ids, byte_fallback_ids, affix, params, out, pos)
+                            k = long_word_ids(text, ws, ws + m, np.int64(0), tok_data, tok_offsets, vocab_slots,
+                                              merges, byte_pairs, byte_ids, byte_fallback_ids, affix, params, out, pos)
                         else:
                             if m <= LINEAR_BYTES:
                                 k = merge_byte_word(text, ws, ws + m, 0, byte_ids, byte_pairs, merges, params[0],
-                                                    sym_id, new_buf)
+                                                    sym_id, new_buf, 0)
                             else:
                                 k = merge_byte_long(text, ws, ws + m, 0, byte_ids, byte_pairs, merges, params[0],
                                                     sym_id, sym_st, nxt, prv, heap)
@@ -1548,9 +1546,11 @@ def ascii_serial_ids(data, offsets, classes, at_data, at_off, at_ids, at_flags, 
     is not ASCII. Two compiled calls and the Python between them were a fifth of a one-row bert call."""
     text, pb, pk, row_piece = ascii_normalized(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first,
                                                first4_raw, amap_off, amap_data, amap1, cm, cd, sub_text, z64, r64)
-    if row_piece.shape[0] == 0:
+    normalized = row_piece.shape[0] > 0  # (a bool, not the literal True: `serial_ids` as Python calls it)
+    if not normalized:
         return np.zeros(0, np.int32), z64[:0]
-    return serial_ids(text, pb[row_piece], pb, pk, row_piece, True, pt_kind, pt_prefix, classes, asc, first4,
+    return serial_ids(readonly(text), readonly(pb[row_piece]), pb, pk, row_piece, normalized, pt_kind, pt_prefix,
+                      classes, asc, first4,
                       at_data, at_off, at_ids, at_flags, at_first, tok_data, tok_offsets, vocab_slots, merges,
                       byte_pairs, byte_ids, byte_fallback_ids, affix, params, rec, idata, kdata, state, lim, ins)
 

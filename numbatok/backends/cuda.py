@@ -526,7 +526,7 @@ def _long_words_on_cpu(tok, text, m, ws, we, wv, wk, cap_off, cap_ids, cap_st, c
     lens = swe - sws
     pack_off = cpu._scan(lens)
     pos = np.repeat(sws - pack_off[:-1], lens) + np.arange(int(pack_off[-1]), dtype=np.int64)
-    data_h = host(text[to_device(pos)])
+    data_h = cpu._readonly(host(text[to_device(pos)]))  # (the type the CPU's own calls pass)
     pws, pwe = pack_off[:-1], pack_off[1:]
     scap = np.where(swk >= 0, 1, lens + swv).astype(np.int64)
     scap_off = cpu._scan(scap)

@@ -16,7 +16,7 @@ import json
 
 import numpy as np
 
-from .._numba import cpu_kernel, jitable, prange
+from .._numba import cpu_kernel, jitable, prange, readonly_view
 from .lines import equal_bytes, lines, load8
 from .utf8 import encode, encoded_len
 
@@ -363,6 +363,7 @@ def write_lines(buf, fs, fe, fn, rows, off, out):
 
 def parse(buf, field):
     """Every line of `buf` (uint8): (status, field start, field end, decoded length), arrays per line."""
+    buf = readonly_view(buf)
     starts, ends = lines(buf)
     n = starts.shape[0]
     status = np.empty(n, np.int64)
@@ -403,7 +404,7 @@ def documents(block, field, report):
     in line order: the kernel takes the lines it is sure of (nearly all), `loads_field` the rest.
     report(line index in block, problem) is called, in line order, for each line that is no document;
     blank lines are skipped."""
-    buf = np.frombuffer(block, np.uint8)
+    buf = readonly_view(np.frombuffer(block, np.uint8))
     starts, ends, status, fs, fe, lengths = parse(buf, field)
     keep = status == OK
     slow = {}

@@ -3,7 +3,7 @@
 import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-from .._numba import cpu_kernel, jitable, prange
+from .._numba import cpu_kernel, jitable, prange, readonly_view
 
 
 @jitable
@@ -70,6 +70,7 @@ def _fill_lines(buf, seg, first, starts, ends):
 
 
 def _counts(buf, seg):
+    buf = readonly_view(buf)
     counts = np.empty(max(-(-buf.shape[0] // seg), 1), np.int64)
     _count_newlines(buf, seg, counts)
     return counts
@@ -83,6 +84,7 @@ def count(buf, seg=1 << 16):
 def lines(buf, seg=1 << 16):
     """(starts, ends) of the lines of `buf`, split as bytes.split(b"\\n") splits them (without the empty
     line after a final newline); `seg` bytes per parallel iteration (a multiple of 8)."""
+    buf = readonly_view(buf)
     counts = _counts(buf, seg)
     first = np.zeros(counts.shape[0] + 1, np.int64)
     np.cumsum(counts, out=first[1:])

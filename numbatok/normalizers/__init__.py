@@ -91,6 +91,16 @@ class Normalizer:
                     self._ascii = (off, data, one)
         return self._ascii
 
+    def __getstate__(self):
+        # The ASCII and character maps are made again when first asked for after unpickling: pickle
+        # would hand the ASCII map back writable (a second specialization of the kernels), and the
+        # character map, which refers back to this normalizer, would be rebuilt before the
+        # normalizer's own state is restored (unpickling failed on its missing tables).
+        state = self.__dict__.copy()
+        state.pop("_ascii", None)
+        state.pop("_chars", None)
+        return state
+
     def char_map(self):
         """The `char_map.CharMap` of this normalizer when every pass maps a text character by
         character but for canonical reordering (heads identity, NFD, NFKD; the per-character ops are
