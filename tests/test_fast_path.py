@@ -704,6 +704,37 @@ def test_word_keys_from_word_loads_equal_the_byte_loop():
     assert disagreements(data) == 0
 
 
+@pytest.mark.parametrize("name", ["gpt2", "roberta-base"])
+def test_small_encode_takes_its_offsets_from_the_word_cache(name, docs, monkeypatch):
+    """A byte-level tokenizer's `encode` and small `encode_batch` take their ids from the word cache
+    (adding the words it lacks) and their offsets from one walk over the words, never the spans path
+    that runs the model on every word: the reference's ids, offsets, tokens and word ids, cold, warm,
+    and while another call holds the cache's writer (the words then stay uncached)."""
+    from numbatok.backends import cpu
+    rng = np.random.default_rng(11)
+    special = {"gpt2": "<|endoftext|>", "roberta-base": "<mask>"}[name]
+    pieces = [" the", " and", "'s", "'ll", " naïve", "日本語", "\xa0", "\n\n", "  ", "\t", "123", ".", " ,", special,
+              " " + special, "x" * 300, "\U0001F44D", "e\u0301", "İ", " Ωμέγα"]
+    rows = ["".join(rng.choice(pieces, rng.integers(0, 12))) for _ in range(200)] + ["", "y" * 1500]
+    rows += [d for d in docs[:400] if len(d.encode()) < cpu.SERIAL_CALL][:40]
+    calls = [rows[i:i + k] for i, k in zip(range(0, len(rows), 3), rng.integers(1, 4, len(rows)))]
+    ref = reference_tok(name)
+
+    def fields(encodings):
+        return [(e.ids, e.offsets, e.tokens, e.word_ids) for e in encodings]
+
+    want = [fields(ref.encode_batch(c)) for c in calls]
+    monkeypatch.setattr(cpu, "spans_serial", None)  # (the spans path proper would fail)
+    tok = numbatok.Tokenizer.from_pretrained(name, device="cpu")
+    busy = numbatok.Tokenizer.from_pretrained(name, device="cpu")
+    assert busy._word_cache.writer.acquire(blocking=False)  # (as another call adding words would)
+    for t in (tok, tok, busy):  # cold, warm, and with no room to add words
+        assert [fields(t.encode_batch(c)) for c in calls] == want
+        assert [fields([t.encode(r)]) for r in rows[:60]] == [fields([ref.encode(r)]) for r in rows[:60]]
+    assert len(tok._word_cache) > 100 and len(busy._word_cache) == 0
+    busy._word_cache.writer.release()
+
+
 @pytest.mark.parametrize("name", SHIPPED)
 def test_small_calls_on_the_calling_thread_give_the_threaded_ids(name, docs, monkeypatch):
     """A call under SERIAL_CALL bytes runs `serial_ids` (the same loops compiled without threads; after

@@ -22,12 +22,13 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 tokenizers = pytest.importorskip("tokenizers")
 
+import conftest  # noqa: E402
 from numbatok import datasets, preprocess  # noqa: E402
 from numbatok.errors import NumbatokError  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 GPT2 = REPO / "vocab" / "gpt2" / "tokenizer.json"
-CORPUS = REPO.parent / "shared" / "corpus"
+CORPUS = Path(conftest.CORPUS)  # (NUMBATOK_CORPUS, as every other test reads it)
 EOD = 50256
 
 

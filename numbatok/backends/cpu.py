@@ -917,6 +917,9 @@ def spans_from_ids(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, 
     return not bad.any()
 
 
+spans_from_ids_serial = _twin(spans_from_ids)
+
+
 @cpu_kernel(parallel=True)
 def wordpiece_spans(data, offsets, text, row_word, ws, we, wv, wk, ias, iae, classes, ids, row_tok, tok_data,
                     tok_offsets, affix, params, lead_tab, trail_tab, trim, threads, f):
@@ -1022,9 +1025,8 @@ def _spans_from_ids(tok, b, data, offsets, trim):
     """`spans` of a byte-level tokenizer's larger call from the ids path (its word cache) and one pass
     over the words, or None where it does not apply. The spans path proper runs the model on every
     distinct word of every call (gpt2 over big.txt: ~25 MB/s against ~570 for ids alone)."""
-    _, _, _, _, _, model, scan, bytewise = _ids_consts(tok)
-    params = model[8]
-    if not (scan and bytewise) or params[1] != 0 or params[2] != 0:
+    model, from_ids = _ids_consts(tok)[5::3]
+    if not from_ids:
         return None
     ids, row_tok = tok._run_ids(b)
     pt = tok.spec.pre_tokenizer
@@ -1062,6 +1064,9 @@ def spans(tok, b, trim=0):
     if int(offsets[-1]) - int(offsets[0]) < SERIAL_CALL:
         pt, norm, model = tok.spec.pre_tokenizer, tok._norm, tok._model
         if norm is None:
+            got = _small_spans_from_ids(tok, data, offsets, int(offsets[-1]) - int(offsets[0]), trim)
+            if got is not None:
+                return got
             f, row_tok = spans_serial(data, offsets, pt.prog, pt.add_prefix_space, tok._classes, *tok._added.arrays(),
                                       *model.arrays(), model.lead_spaces, model.trail_spaces, trim)
             return data, f, row_tok
@@ -1555,6 +1560,24 @@ def ascii_serial_ids(data, offsets, classes, at_data, at_off, at_ids, at_flags, 
                       byte_pairs, byte_ids, byte_fallback_ids, affix, params, rec, idata, kdata, state, lim, ins)
 
 
+@cpu_kernel
+def spans_ids_serial(data, offsets, pt_kind, pt_prefix, classes, asc, first4, at_data, at_off, at_ids, at_flags,
+                     at_first, tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix,
+                     params, rec, idata, kdata, state, lim, ins, lead_tab, trail_tab, trim):
+    """`spans_serial` of a byte-level tokenizer's small call from its ids (`serial_ids`, the word cache)
+    and one walk over its words (`spans_from_ids`): (fields, row_tok, ok). The spans path proper
+    ran the model on every word of every call and made ~25 arrays, most of a short `encode`."""
+    z64 = np.zeros(1, np.int64)
+    ids, row_tok = serial_ids(data, offsets, z64, np.zeros(1, np.int32), z64, np.bool_(False), pt_kind, pt_prefix,
+                              classes, asc, first4, at_data, at_off, at_ids, at_flags, at_first, tok_data, tok_offsets,
+                              vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix, params, rec, idata,
+                              kdata, state, lim, ins)
+    f = np.empty((9, ids.shape[0]), np.int64)
+    ok = spans_from_ids_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first,
+                               ids, row_tok, tok_offsets, lead_tab, trail_tab, trim, 1, f)
+    return f, row_tok, ok
+
+
 SMALL_CALL = 1 << 18
 SCAN_REST = True  # `scan_rest` for GPT-2-pattern rows of byte-level vocabularies (off: the fused loop for them too)
 PREFIX_CALL = 1 << 16
@@ -1715,7 +1738,7 @@ def _segmentable(tok):
 def _ids_consts(tok):
     """What `encode_ids` passes that changes only with the tokenizer's tables: (pre-tokenizer, its
     program, added tokens' arrays, the fused loop's ASCII table, the added tokens' first bytes, the
-    model's arrays, scan, bytewise), built once per set of tables (rebuilding it was a fifth of a one-row
+    model's arrays, scan, bytewise, from_ids), built once per set of tables (rebuilding it was a fifth of a one-row
     call). scan: the GPT-2 scanner applies (no normalizer, no prefix space); bytewise: every byte is a
     symbol and merges are not ignored, so `scan_rest` applies too."""
     pt = tok.spec.pre_tokenizer
@@ -1728,7 +1751,10 @@ def _ids_consts(tok):
     if not scan:
         asc = asc[:1]
     flags = model[8][3]
-    consts = (pt, prog, at, asc, first4, model, bool(scan), bool((flags & 16) != 0 and (flags & 4) == 0))
+    bytewise = bool((flags & 16) != 0 and (flags & 4) == 0)
+    # from_ids: spans follow from the ids (`spans_from_ids`): each token's bytes in order, no affixes
+    from_ids = bool(scan and bytewise and model[8][1] == 0 and model[8][2] == 0)
+    consts = (pt, prog, at, asc, first4, model, bool(scan), bytewise, from_ids)
     tok._ids_consts = (tok._added, tok._model, prog, consts)
     return consts
 
@@ -1736,16 +1762,10 @@ def _ids_consts(tok):
 def _serial_ids(tok, data, offsets, total):
     """`encode_ids` of a call under SERIAL_CALL bytes: one compiled step on the calling thread, new words
     added within the room `open_inserts` reserves (or run uncached while another call adds)."""
-    pt, prog, at, asc, first4, model, scan, bytewise = _ids_consts(tok)
+    pt, prog, at, asc, first4, model, scan, bytewise, _ = _ids_consts(tok)
     ins = SCAN_REST and scan and bytewise
     cache = tok._word_cache
-    est = max(total // 16, 16)
-    room = cache.open_inserts(est, 8 * est, max(4 * est, total))
-    if room is None:  # (another call is adding: this one's new words run the model, uncached)
-        rec, idata, kdata = cache.snapshot()
-        state, lim = np.zeros(5, np.int64), np.zeros(3, np.int64)
-    else:
-        rec, idata, kdata, state, lim = room
+    room, rec, idata, kdata, state, lim = _open_small(cache, total)
     try:
         norm = tok._norm
         if norm is None:
@@ -1763,10 +1783,42 @@ def _serial_ids(tok, data, offsets, total):
                           pt.add_prefix_space, tok._classes, asc, first4, *at, *model, rec, idata, kdata, state, lim,
                           ins)
     finally:
-        if room is None:
-            cache.release()
-        else:
-            cache.close_inserts(lim)
+        _close_small(cache, room, lim)
+
+
+def _open_small(cache, total):
+    """(room, rec, idata, kdata, state, lim) of the word cache for a small call of `total` bytes: room for
+    its new words (`open_inserts`), or none while another call adds (room None: a snapshot to read, its
+    new words run the model uncached). Close with `_close_small`."""
+    est = max(total // 16, 16)
+    room = cache.open_inserts(est, 8 * est, max(4 * est, total))
+    if room is None:
+        return (None,) + cache.snapshot() + (np.zeros(5, np.int64), np.zeros(3, np.int64))
+    return (room,) + room
+
+
+def _close_small(cache, room, lim):
+    if room is None:
+        cache.release()
+    else:
+        cache.close_inserts(lim)
+
+
+def _small_spans_from_ids(tok, data, offsets, total, trim):
+    """`spans` of a byte-level tokenizer's small call from its ids (`spans_ids_serial`), or None where
+    that does not apply."""
+    pt, prog, at, asc, first4, model, _, _, from_ids = _ids_consts(tok)
+    if not from_ids:
+        return None
+    cache = tok._word_cache
+    room, rec, idata, kdata, state, lim = _open_small(cache, total)
+    try:
+        f, row_tok, ok = spans_ids_serial(data, offsets, prog, pt.add_prefix_space, tok._classes, asc, first4, *at,
+                                          *model, rec, idata, kdata, state, lim, SCAN_REST, tok._model.lead_spaces,
+                                          tok._model.trail_spaces, trim)
+    finally:
+        _close_small(cache, room, lim)
+    return (data, f, row_tok) if ok else None
 
 
 def encode_ids(tok, b, segment=True):
@@ -1785,7 +1837,7 @@ def encode_ids(tok, b, segment=True):
         pieces, orig = segment_rows(data, offsets, seg)
         ids, piece_off = encode_ids(tok, type(b)(data, pieces), segment=False)
         return ids, piece_off[orig]
-    pt, prog, at, asc, first4, model, scan, bytewise = _ids_consts(tok)
+    pt, prog, at, asc, first4, model, scan, bytewise, _ = _ids_consts(tok)
     ins = SCAN_REST and scan and bytewise
     if tok._norm is None:
         text, text_off, pb, pk, row_piece = data, offsets, _Z64, _Z32, _Z64
