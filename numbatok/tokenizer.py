@@ -529,7 +529,7 @@ class Tokenizer:
             self._run_checks()
             text, f, ro = cpu.spans(self, b, trim)
         added = np.flatnonzero(f[6]) if np.count_nonzero(f[6]) else _NO_ADDED  # (a third of flatnonzero's time when none)
-        added_text = [bytes(text[f[7, p]:f[8, p]]).decode("utf-8") for p in added.tolist()]
+        added_text = [bytes(text[f[7, p]:f[8, p]]).decode("utf-8") for p in added.tolist()] if len(added) else []
         ro = ro.tolist()
         i2t = self._id_to_token
         if wrap is not None:  # (the final encodings, their lists made when read)

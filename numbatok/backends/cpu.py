@@ -86,10 +86,26 @@ def fill_words(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_i
 
 @cpu_kernel
 def model_scratch(n, extra):
-    """Per-thread scratch for `word_tokens` on words of up to n model-space bytes."""
-    return (np.empty(n, np.uint8), np.empty(n, np.int32), np.empty(n, np.int64), np.empty(n, np.int64),
-            np.empty(n, np.int32), np.empty(n, np.int64), np.empty(3 * n, np.int64), np.empty(n, np.int64),
-            np.empty(n, np.int64), np.empty(n + extra, np.uint8))
+    """Per-thread scratch for `word_tokens` on words of up to n model-space bytes: (w, sym_id, sym_st,
+    sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf), views of one allocation (ten allocations were
+    0.6 us of a small call, which needs none of it when its words are cached)."""
+    b4 = (n + 1) // 2  # (int64 words that hold n int32, n + extra bytes, n bytes)
+    bk = (n + extra + 7) // 8
+    buf = np.empty((n + 7) // 8 + 2 * b4 + 8 * n + bk, np.int64)
+    p = (n + 7) // 8
+    w = buf[:p].view(np.uint8)[:n]
+    sym_id = buf[p:p + b4].view(np.int32)[:n]
+    p += b4
+    sym_st, sym_en = buf[p:p + n], buf[p + n:p + 2 * n]
+    p += 2 * n
+    rank_buf = buf[p:p + b4].view(np.int32)[:n]
+    p += b4
+    new_buf, heap = buf[p:p + n], buf[p + n:p + 4 * n]
+    p += 4 * n
+    nxt, prv = buf[p:p + n], buf[p + n:p + 2 * n]
+    p += 2 * n
+    kbuf = buf[p:p + bk].view(np.uint8)[:n + extra]
+    return w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf
 
 
 @cpu_kernel(parallel=True)
@@ -1014,10 +1030,12 @@ _TABLE = Spare(lambda n: np.empty(n, np.int64), KEEP_TABLE)
 
 
 def give_back_table(f):
+    if f.size < KEEP_MIN:
+        return
     root = f
     while isinstance(root.base, np.ndarray):
         root = root.base
-    if f.size >= KEEP_MIN and root.dtype == np.int64 and root.flags.c_contiguous:
+    if root.dtype == np.int64 and root.flags.c_contiguous:
         _TABLE.give_back(root if root.ndim == 1 else root.reshape(-1))
 
 
@@ -1025,7 +1043,8 @@ def _spans_from_ids(tok, b, data, offsets, trim):
     """`spans` of a byte-level tokenizer's larger call from the ids path (its word cache) and one pass
     over the words, or None where it does not apply. The spans path proper runs the model on every
     distinct word of every call (gpt2 over big.txt: ~25 MB/s against ~570 for ids alone)."""
-    model, from_ids = _ids_consts(tok)[5::3]
+    consts = _ids_consts(tok)
+    model, from_ids = consts[5], consts[8]
     if not from_ids:
         return None
     ids, row_tok = tok._run_ids(b)
@@ -1061,10 +1080,11 @@ def spans(tok, b, trim=0):
     """(text the tokens were cut from, `token_table`, rows' token offsets) of host Batch `b`. Give the
     table back (`give_back_table`) once it is read."""
     data, offsets = _readonly(b.data), _readonly(b.offsets)
-    if int(offsets[-1]) - int(offsets[0]) < SERIAL_CALL:
+    total = int(offsets[-1]) - int(offsets[0])
+    if total < SERIAL_CALL:
         pt, norm, model = tok.spec.pre_tokenizer, tok._norm, tok._model
         if norm is None:
-            got = _small_spans_from_ids(tok, data, offsets, int(offsets[-1]) - int(offsets[0]), trim)
+            got = _small_spans_from_ids(tok, data, offsets, total, trim)
             if got is not None:
                 return got
             f, row_tok = spans_serial(data, offsets, pt.prog, pt.add_prefix_space, tok._classes, *tok._added.arrays(),
@@ -1754,7 +1774,10 @@ def _ids_consts(tok):
     bytewise = bool((flags & 16) != 0 and (flags & 4) == 0)
     # from_ids: spans follow from the ids (`spans_from_ids`): each token's bytes in order, no affixes
     from_ids = bool(scan and bytewise and model[8][1] == 0 and model[8][2] == 0)
-    consts = (pt, prog, at, asc, first4, model, bool(scan), bytewise, from_ids)
+    # (and `spans_ids_serial`'s arguments around the cache's: a short `encode` spent 1 us gathering them)
+    spans_args = (prog, pt.add_prefix_space, tok._classes, asc, first4, *at, *model), \
+        (SCAN_REST, tok._model.lead_spaces, tok._model.trail_spaces)
+    consts = (pt, prog, at, asc, first4, model, bool(scan), bytewise, from_ids, spans_args)
     tok._ids_consts = (tok._added, tok._model, prog, consts)
     return consts
 
@@ -1762,10 +1785,10 @@ def _ids_consts(tok):
 def _serial_ids(tok, data, offsets, total):
     """`encode_ids` of a call under SERIAL_CALL bytes: one compiled step on the calling thread, new words
     added within the room `open_inserts` reserves (or run uncached while another call adds)."""
-    pt, prog, at, asc, first4, model, scan, bytewise, _ = _ids_consts(tok)
+    pt, prog, at, asc, first4, model, scan, bytewise = _ids_consts(tok)[:8]
     ins = SCAN_REST and scan and bytewise
     cache = tok._word_cache
-    room, rec, idata, kdata, state, lim = _open_small(cache, total)
+    rec, idata, kdata, state, lim = cache.open_small(total)
     try:
         norm = tok._norm
         if norm is None:
@@ -1783,41 +1806,22 @@ def _serial_ids(tok, data, offsets, total):
                           pt.add_prefix_space, tok._classes, asc, first4, *at, *model, rec, idata, kdata, state, lim,
                           ins)
     finally:
-        _close_small(cache, room, lim)
-
-
-def _open_small(cache, total):
-    """(room, rec, idata, kdata, state, lim) of the word cache for a small call of `total` bytes: room for
-    its new words (`open_inserts`), or none while another call adds (room None: a snapshot to read, its
-    new words run the model uncached). Close with `_close_small`."""
-    est = max(total // 16, 16)
-    room = cache.open_inserts(est, 8 * est, max(4 * est, total))
-    if room is None:
-        return (None,) + cache.snapshot() + (np.zeros(5, np.int64), np.zeros(3, np.int64))
-    return (room,) + room
-
-
-def _close_small(cache, room, lim):
-    if room is None:
-        cache.release()
-    else:
-        cache.close_inserts(lim)
+        cache.close_small(lim)
 
 
 def _small_spans_from_ids(tok, data, offsets, total, trim):
     """`spans` of a byte-level tokenizer's small call from its ids (`spans_ids_serial`), or None where
     that does not apply."""
-    pt, prog, at, asc, first4, model, _, _, from_ids = _ids_consts(tok)
-    if not from_ids:
+    consts = _ids_consts(tok)
+    if not consts[8]:
         return None
+    head, tail = consts[9]
     cache = tok._word_cache
-    room, rec, idata, kdata, state, lim = _open_small(cache, total)
+    rec, idata, kdata, state, lim = cache.open_small(total)
     try:
-        f, row_tok, ok = spans_ids_serial(data, offsets, prog, pt.add_prefix_space, tok._classes, asc, first4, *at,
-                                          *model, rec, idata, kdata, state, lim, SCAN_REST, tok._model.lead_spaces,
-                                          tok._model.trail_spaces, trim)
+        f, row_tok, ok = spans_ids_serial(data, offsets, *head, rec, idata, kdata, state, lim, *tail, trim)
     finally:
-        _close_small(cache, room, lim)
+        cache.close_small(lim)
     return (data, f, row_tok) if ok else None
 
 
@@ -1837,7 +1841,7 @@ def encode_ids(tok, b, segment=True):
         pieces, orig = segment_rows(data, offsets, seg)
         ids, piece_off = encode_ids(tok, type(b)(data, pieces), segment=False)
         return ids, piece_off[orig]
-    pt, prog, at, asc, first4, model, scan, bytewise, _ = _ids_consts(tok)
+    pt, prog, at, asc, first4, model, scan, bytewise = _ids_consts(tok)[:8]
     ins = SCAN_REST and scan and bytewise
     if tok._norm is None:
         text, text_off, pb, pk, row_piece = data, offsets, _Z64, _Z32, _Z64

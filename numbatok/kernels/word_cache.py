@@ -407,6 +407,9 @@ def _threads():
     return numba.get_num_threads()
 
 
+_NO_ROOM = np.zeros(3, np.int64)  # (`open_small`'s limits when another call adds: nothing fits)
+
+
 class WordCache:
     """One Tokenizer's word cache. Grows by doubling up to `max_entries` words (and `max_key_bytes`
     of long words' keys), then stops adding (what is cached stays correct; new words just run the
@@ -458,6 +461,22 @@ class WordCache:
             self._reserve(self.state.tolist(), words, ids, key_bytes)
             self._room = (self.rec, self.idata, self.kdata, self.state, self._limits())
             return self._room
+
+    def open_small(self, total):
+        """`open_inserts` for a small call of `total` bytes, in one step: (records, ids, long keys, state,
+        limits), with room for its new words, or a snapshot and limits of nothing while another call
+        adds (its new words then run the model uncached). Close with `close_small`."""
+        est = total >> 4 if total > 256 else 16
+        room = self.open_inserts(est, 8 * est, total if total > 4 * est else 4 * est)
+        if room is not None:
+            return room
+        return self.snapshot() + (np.zeros(5, np.int64), _NO_ROOM)
+
+    def close_small(self, lim):
+        if lim is _NO_ROOM:
+            self.release()
+        else:
+            self.close_inserts(lim)
 
     def _limits(self):
         """lim for `insert_word`: (entries, ids, key bytes) that fit the arrays. It changes only with
