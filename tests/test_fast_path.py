@@ -735,6 +735,40 @@ def test_small_encode_takes_its_offsets_from_the_word_cache(name, docs, monkeypa
     busy._word_cache.writer.release()
 
 
+@pytest.mark.parametrize("name", ["bert-base-uncased", "bert-base-cased"])
+def test_small_wordpiece_encode_takes_its_offsets_from_the_word_cache(name, docs, monkeypatch):
+    """A WordPiece tokenizer's small calls of WORDPIECE_FROM_IDS bytes and more whose rows are ASCII take
+    their ids from the word cache and their offsets from one walk over the normalized words, never
+    the spans path that runs the model on every word: the reference's fields, cold, warm, and while
+    another call holds the cache's writer. Rows that are not ASCII still take the general path."""
+    from numbatok.backends import cpu
+    rng = np.random.default_rng(12)
+    pieces = [" the", " AND", "'s", "don't", " naive", "\n\n", "  ", "\t", "123", ".", " ,", "[SEP]", " [MASK] ",
+              "x" * 300, "Hello", "e.g.", " co-op", "\x07", " Zürich"]
+    paras = [d for d in docs[:400] if 200 < len(d.encode()) < cpu.SERIAL_CALL // 4][:30]
+    calls = [[p] + ["".join(rng.choice(pieces, rng.integers(0, 12))) for _ in range(rng.integers(0, 3))]
+             for p in paras]
+    calls += [["".join(rng.choice(pieces, 40))] for _ in range(20)]
+    ref = reference_tok(name)
+
+    def fields(encodings):
+        return [(e.ids, e.offsets, e.tokens, e.word_ids) for e in encodings]
+
+    want = [fields(ref.encode_batch(c)) for c in calls]
+    ascii_calls = sum(all(r.isascii() for r in c) for c in calls)
+    spans_ascii, taken = cpu.spans_ascii_serial, []
+    monkeypatch.setattr(cpu, "spans_ascii_serial", lambda *a: taken.append(1) or spans_ascii(*a))
+    tok = numbatok.Tokenizer.from_pretrained(name, device="cpu")
+    busy = numbatok.Tokenizer.from_pretrained(name, device="cpu")
+    assert busy._word_cache.writer.acquire(blocking=False)  # (as another call adding words would)
+    for t in (tok, tok, busy):  # cold, warm, and with no room to add words
+        assert [fields(t.encode_batch(c)) for c in calls] == want
+        assert [fields([t.encode(c[0])]) for c in calls] == [w[:1] for w in want]
+    assert 0 < ascii_calls < len(calls) and not taken
+    assert len(tok._word_cache) > 100 and len(busy._word_cache) == 0
+    busy._word_cache.writer.release()
+
+
 @pytest.mark.parametrize("name", SHIPPED)
 def test_small_calls_on_the_calling_thread_give_the_threaded_ids(name, docs, monkeypatch):
     """A call under SERIAL_CALL bytes runs `serial_ids` (the same loops compiled without threads; after
