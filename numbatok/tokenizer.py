@@ -528,15 +528,12 @@ class Tokenizer:
         else:
             self._run_checks()
             text, f, ro = cpu.spans(self, b, trim)
-        added = np.flatnonzero(f[6]) if np.count_nonzero(f[6]) else _NO_ADDED  # (a third of flatnonzero's time when none)
-        added_text = [bytes(text[f[7, p]:f[8, p]]).decode("utf-8") for p in added.tolist()] if len(added) else []
+        if wrap is not None:  # (the final encodings, their lists made when read)
+            rows = self._rows(text, f, ro, wrap)
+            return [Encoding.of_row(rows, k) for k in range(len(rows.ro) - 1)]
+        added, added_text = _added_text(text, f)
         ro = ro.tolist()
         i2t = self._id_to_token
-        if wrap is not None:  # (the final encodings, their lists made when read)
-            # (a table under KEEP_MIN entries is not kept for the next call: read in place)
-            rows = Rows(np.array(f[:4]) if f.size >= cpu.KEEP_MIN else f[:4], ro, added, added_text, i2t, wrap)
-            cpu.give_back_table(f)
-            return [Encoding.of_row(rows, k) for k in range(len(ro) - 1)]
         ids, st, en, words = f[:4].tolist()  # (the table's other rows only where they are needed)
         tokens = [i2t[i] for i in ids]
         for p, shown in zip(added.tolist(), added_text):  # added tokens show the text they matched
@@ -552,6 +549,23 @@ class Tokenizer:
                 e._lead, e._trail = lead[a:z], trail[a:z]
             out.append(e)
         return out
+
+    def _rows(self, text, f, ro, wrap):
+        """The `Rows` that a run's encodings make their lists from (`spans`' text, table and row offsets,
+        the template's `single_parts`); the table is given back."""
+        added, added_text = _added_text(text, f)
+        # (a table under KEEP_MIN entries is not kept for the next call: read in place)
+        rows = Rows(np.array(f[:4]) if f.size >= _cpu().KEEP_MIN else f[:4], ro.tolist(), added, added_text,
+                    self._id_to_token, wrap)
+        _cpu().give_back_table(f)
+        return rows
+
+    def _encode_one(self, text, add_special_tokens):
+        """`encode` of one str on the CPU with nothing to truncate or pad: `_raw_encodings`' steps without
+        a batch's layers (they were an eighth of a short sentence's call)."""
+        self._run_checks()
+        text, f, ro = _cpu().spans(self, _batch.to_batch(text), self._trim(False))
+        return Encoding.of_row(self._rows(text, f, ro, self._single_parts(add_special_tokens)), 0)
 
     def _trim(self, truncated):
         """`token_table`'s trim for this post-processor: 0 none (or truncation must cut the offsets
@@ -618,6 +632,9 @@ class Tokenizer:
         """One text (and optionally its pair) -> Encoding, as `tokenizers.Tokenizer.encode`."""
         if not isinstance(sequence, (str, bytes)) or not (pair is None or isinstance(pair, (str, bytes))):
             raise InvalidInputError("encode takes one str (and an optional str pair); use encode_batch for lists")
+        if pair is None and type(sequence) is str and self.device == "cpu" and self._truncation is None and \
+                self._padding is None:
+            return self._encode_one(sequence, add_special_tokens)
         if pair is None:  # (one text: none of a batch's lists of pairs)
             return self._encodings([(sequence, None)], [sequence], [], add_special_tokens)[0]
         return self.encode_batch([(sequence, pair)], add_special_tokens)[0]
@@ -791,6 +808,15 @@ class Tokenizer:
 
 
 _NO_ADDED = np.zeros(0, np.int64)
+
+
+def _added_text(text, f):
+    """(positions of a token table's added tokens, the text each matched): none in most calls, found
+    with a third of `flatnonzero`'s time."""
+    if not np.count_nonzero(f[6]):
+        return _NO_ADDED, []
+    added = np.flatnonzero(f[6])
+    return added, [bytes(text[f[7, p]:f[8, p]]).decode("utf-8") for p in added.tolist()]
 SHORT_DECODE = 512  # `decode` of a list of up to this many ids runs in Python (`_decode_short`)
 
 
