@@ -723,25 +723,40 @@ piece_word_rows_serial = _twin(piece_word_rows)
 
 
 @cpu_kernel
+def ascii_words(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first, first4,
+                amap_off, amap_data):
+    """A small call's rows through a normalizer's ASCII map (`ascii_aligned`) and their words
+    (`piece_word_rows`): (text, pb, pk, row_piece, ias, iae, row_word, ws, we, wv, wk); an empty
+    row_piece when some row is not ASCII."""
+    text, pb, pk, row_piece, ias, iae = ascii_aligned(data, offsets, classes, at_data, at_off, at_ids, at_flags,
+                                                      at_first, first4, amap_off, amap_data)
+    text = readonly(text)  # (the types `_words` passes: one specialization of each step for every caller)
+    counts = np.zeros(offsets.shape[0] - 1 if row_piece.shape[0] else 0, np.int64)
+    if row_piece.shape[0]:
+        z = np.zeros(1, np.int64)
+        piece_word_rows_serial(np.bool_(False), text, pb, pk, row_piece, pt_kind, pt_prefix, classes, at_data, at_off,
+                               at_ids, at_flags, at_first, z, z, z, np.zeros(1, np.uint8), np.zeros(1, np.int32),
+                               counts)
+    row_word, ws, we, wv, wk = word_room(counts)
+    if row_piece.shape[0]:
+        piece_word_rows_serial(np.bool_(True), text, pb, pk, row_piece, pt_kind, pt_prefix, classes, at_data, at_off,
+                               at_ids, at_flags, at_first, row_word, ws, we, wv, wk, counts)
+    return text, pb, pk, row_piece, ias, iae, row_word, ws, we, wv, wk
+
+
+@cpu_kernel
 def spans_ascii_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first, first4,
                        amap_off, amap_data, tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids,
                        byte_fallback_ids, affix, params, lead_tab, trail_tab, trim):
     """`spans_serial` of a small call with a normalizer that maps ASCII character by character
     (`Normalizer.ascii_map`), whose rows are all ASCII: (fields, row_tok, normalized text), or
     empty row_tok when some row is not (the caller takes the general way)."""
-    text, pb, pk, row_piece, ias, iae = ascii_aligned(data, offsets, classes, at_data, at_off, at_ids, at_flags,
-                                                      at_first, first4, amap_off, amap_data)
+    text, pb, pk, row_piece, ias, iae, row_word, ws, we, wv, wk = ascii_words(
+        data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first, first4, amap_off,
+        amap_data)
     if row_piece.shape[0] == 0:
         return np.empty((9, 0), np.int64), _EMPTY_I64, text
     n = offsets.shape[0] - 1
-    z = np.zeros(1, np.int64)
-    counts = np.empty(n, np.int64)
-    text = readonly(text)  # (the types `_words` passes: one specialization of each step for both callers)
-    piece_word_rows_serial(np.bool_(False), text, pb, pk, row_piece, pt_kind, pt_prefix, classes, at_data, at_off,
-                           at_ids, at_flags, at_first, z, z, z, np.zeros(1, np.uint8), np.zeros(1, np.int32), counts)
-    row_word, ws, we, wv, wk = word_room(counts)
-    piece_word_rows_serial(np.bool_(True), text, pb, pk, row_piece, pt_kind, pt_prefix, classes, at_data, at_off,
-                           at_ids, at_flags, at_first, row_word, ws, we, wv, wk, counts)
     text_off = np.empty(n + 1, np.int64)
     for r in range(n + 1):
         text_off[r] = pb[row_piece[r]]
@@ -759,19 +774,11 @@ def wordpiece_ids_ascii_serial(data, offsets, pt_kind, pt_prefix, classes, at_da
     """`spans_ascii_serial` of a WordPiece tokenizer from its ids (`serial_ids`, the word cache) and
     one walk over its words (`wordpiece_spans`): (fields, row_tok, normalized text, ok), or empty
     row_tok when some row is not ASCII. The model on every word was most of a paragraph's `encode`."""
-    text, pb, pk, row_piece, ias, iae = ascii_aligned(data, offsets, classes, at_data, at_off, at_ids, at_flags,
-                                                      at_first, first4_raw, amap_off, amap_data)
+    text, pb, pk, row_piece, ias, iae, row_word, ws, we, wv, wk = ascii_words(
+        data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first, first4_raw, amap_off,
+        amap_data)
     if row_piece.shape[0] == 0:
         return np.empty((9, 0), np.int64), _EMPTY_I64, text, False
-    n = offsets.shape[0] - 1
-    z = np.zeros(1, np.int64)
-    counts = np.empty(n, np.int64)
-    text = readonly(text)  # (the types `_words` passes: one specialization of each step for every caller)
-    piece_word_rows_serial(np.bool_(False), text, pb, pk, row_piece, pt_kind, pt_prefix, classes, at_data, at_off,
-                           at_ids, at_flags, at_first, z, z, z, np.zeros(1, np.uint8), np.zeros(1, np.int32), counts)
-    row_word, ws, we, wv, wk = word_room(counts)
-    piece_word_rows_serial(np.bool_(True), text, pb, pk, row_piece, pt_kind, pt_prefix, classes, at_data, at_off,
-                           at_ids, at_flags, at_first, row_word, ws, we, wv, wk, counts)
     normalized = row_piece.shape[0] > 0  # (a bool, not the literal True: `serial_ids` as Python calls it)
     ids, row_tok = serial_ids(text, readonly(pb[row_piece]), pb, pk, row_piece, normalized, pt_kind, pt_prefix,
                               classes, asc, first4, at_data, at_off, at_ids, at_flags, at_first, tok_data,
@@ -1619,8 +1626,8 @@ def ascii_serial_ids(data, offsets, classes, at_data, at_off, at_ids, at_flags, 
 
 @cpu_kernel
 def spans_ids_serial(data, offsets, pt_kind, pt_prefix, classes, asc, first4, at_data, at_off, at_ids, at_flags,
-                     at_first, tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix,
-                     params, rec, idata, kdata, state, lim, ins, lead_tab, trail_tab, trim):
+                     at_first, tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids,
+                     affix, params, rec, idata, kdata, state, lim, ins, lead_tab, trail_tab, trim):
     """`spans_serial` of a byte-level tokenizer's small call from its ids (`serial_ids`, the word cache)
     and one walk over its words (`spans_from_ids`): (fields, row_tok, ok). The spans path proper
     ran the model on every word of every call and made ~25 arrays, most of a short `encode`."""
