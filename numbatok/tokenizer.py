@@ -554,10 +554,11 @@ class Tokenizer:
         """The `Rows` that a run's encodings make their lists from (`spans`' text, table and row offsets,
         the template's `single_parts`); the table is given back."""
         added, added_text = _added_text(text, f)
+        cpu = _cpu()
         # (a table under KEEP_MIN entries is not kept for the next call: read in place)
-        rows = Rows(np.array(f[:4]) if f.size >= _cpu().KEEP_MIN else f[:4], ro.tolist(), added, added_text,
+        rows = Rows(np.array(f[:4]) if f.size >= cpu.KEEP_MIN else f[:4], ro.tolist(), added, added_text,
                     self._id_to_token, wrap)
-        _cpu().give_back_table(f)
+        cpu.give_back_table(f)
         return rows
 
     def _encode_one(self, text, add_special_tokens):

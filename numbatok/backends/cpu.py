@@ -1802,9 +1802,11 @@ def _segmentable(tok):
 def _ids_consts(tok):
     """What `encode_ids` passes that changes only with the tokenizer's tables: (pre-tokenizer, its
     program, added tokens' arrays, the fused loop's ASCII table, the added tokens' first bytes, the
-    model's arrays, scan, bytewise, from_ids), built once per set of tables (rebuilding it was a fifth of a one-row
-    call). scan: the GPT-2 scanner applies (no normalizer, no prefix space); bytewise: every byte is a
-    symbol and merges are not ignored, so `scan_rest` applies too."""
+    model's arrays, scan, bytewise, from_ids, spans_args), built once per set of tables (rebuilding it was
+    a fifth of a one-row call). scan: the GPT-2 scanner applies (no normalizer, no prefix space);
+    bytewise: every byte is a symbol and merges are not ignored, so `scan_rest` applies too; from_ids:
+    a run's spans follow from its ids; spans_args: `spans_ids_serial`'s arguments before and after
+    the word cache's."""
     pt = tok.spec.pre_tokenizer
     got = getattr(tok, "_ids_consts", None)
     if got is not None and got[0] is tok._added and got[1] is tok._model and got[2] is pt.prog:
@@ -1876,14 +1878,15 @@ WORDPIECE_FROM_IDS = 128
 
 def _small_wordpiece_spans(tok, data, offsets, total, trim, amap):
     """`spans` of a WordPiece tokenizer's small call whose rows are all ASCII, from its ids
-    (`wordpiece_ids_ascii_serial`); None where a row is not ASCII (or the walk disagreed: then
-    `spans_ascii_serial`, which runs the model on every word)."""
+    (`wordpiece_ids_ascii_serial`); None where a row is not ASCII, and where the walk disagrees with
+    the ids, `spans_ascii_serial`'s (the model on every word)."""
     pt, prog, at, asc, first4, model = _ids_consts(tok)[:6]
+    raw4 = _raw_first4(at[4][0].tobytes())
     cache = tok._word_cache
     rec, idata, kdata, state, lim = cache.open_small(total)
     try:
         f, row_tok, text, ok = wordpiece_ids_ascii_serial(data, offsets, prog, pt.add_prefix_space, tok._classes, *at,
-                                                          _raw_first4(at[4][0].tobytes()), *amap[:2], asc, first4,
+                                                          raw4, *amap[:2], asc, first4,
                                                           *model, rec, idata, kdata, state, lim,
                                                           tok._model.lead_spaces, tok._model.trail_spaces, trim)
     finally:
@@ -1892,8 +1895,8 @@ def _small_wordpiece_spans(tok, data, offsets, total, trim, amap):
         return text, f, row_tok
     if row_tok.shape[0] == 0:
         return None
-    f, row_tok, text = spans_ascii_serial(data, offsets, prog, pt.add_prefix_space, tok._classes, *at,
-                                          _raw_first4(at[4][0].tobytes()), *amap[:2], *model,
+    f, row_tok, text = spans_ascii_serial(data, offsets, prog, pt.add_prefix_space, tok._classes, *at, raw4,
+                                          *amap[:2], *model,
                                           tok._model.lead_spaces, tok._model.trail_spaces, trim)
     return text, f, row_tok
 
