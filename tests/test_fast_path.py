@@ -737,14 +737,17 @@ def test_small_encode_takes_its_offsets_from_the_word_cache(name, docs, monkeypa
 
 @pytest.mark.parametrize("name", ["bert-base-uncased", "bert-base-cased"])
 def test_small_wordpiece_encode_takes_its_offsets_from_the_word_cache(name, docs, monkeypatch):
-    """A WordPiece tokenizer's small calls of WORDPIECE_FROM_IDS bytes and more whose rows are ASCII take
-    their ids from the word cache and their offsets from one walk over the normalized words, never
-    the spans path that runs the model on every word: the reference's fields, cold, warm, and while
-    another call holds the cache's writer. Rows that are not ASCII still take the general path."""
+    """A WordPiece tokenizer's small calls of WORDPIECE_FROM_IDS bytes and more take their ids from the
+    word cache and their offsets from one walk over the normalized words, never the spans path that
+    runs the model on every word: the reference's fields, cold, warm, and while another call holds
+    the cache's writer. Rows that are not ASCII are normalized by the char map in the same compiled
+    step; only a call with a character the map has not learned yet (the map itself is made by the
+    first such call) takes the general path, which learns it."""
     from numbatok.backends import cpu
     rng = np.random.default_rng(12)
     pieces = [" the", " AND", "'s", "don't", " naive", "\n\n", "  ", "\t", "123", ".", " ,", "[SEP]", " [MASK] ",
-              "x" * 300, "Hello", "e.g.", " co-op", "\x07", " Zürich"]
+              "x" * 300, "Hello", "e.g.", " co-op", "\x07", " Zürich", " ΣΊΣΥΦΟΣ", "日本語", "\xa0", "e\u0301",
+              "İ", " \U0001F44D"]
     paras = [d for d in docs[:400] if 200 < len(d.encode()) < cpu.SERIAL_CALL // 4][:30]
     calls = [[p] + ["".join(rng.choice(pieces, rng.integers(0, 12))) for _ in range(rng.integers(0, 3))]
              for p in paras]
@@ -755,16 +758,20 @@ def test_small_wordpiece_encode_takes_its_offsets_from_the_word_cache(name, docs
         return [(e.ids, e.offsets, e.tokens, e.word_ids) for e in encodings]
 
     want = [fields(ref.encode_batch(c)) for c in calls]
-    ascii_calls = sum(all(r.isascii() for r in c) for c in calls)
-    spans_ascii, taken = cpu.spans_ascii_serial, []
-    monkeypatch.setattr(cpu, "spans_ascii_serial", lambda *a: taken.append(1) or spans_ascii(*a))
+    assert sum(all(r.isascii() for r in c) for c in calls) < len(calls) // 2
+    spans_mapped, general, taken = cpu.spans_mapped_serial, cpu.encode, []
+    monkeypatch.setattr(cpu, "spans_mapped_serial", lambda *a: taken.append("model") or spans_mapped(*a))
+    monkeypatch.setattr(cpu, "encode", lambda *a: taken.append("general") or general(*a))
     tok = numbatok.Tokenizer.from_pretrained(name, device="cpu")
     busy = numbatok.Tokenizer.from_pretrained(name, device="cpu")
     assert busy._word_cache.writer.acquire(blocking=False)  # (as another call adding words would)
-    for t in (tok, tok, busy):  # cold, warm, and with no room to add words
+    for t, cold in ((tok, True), (tok, False), (busy, True)):  # cold, warm, and with no room to add words
+        taken.clear()
         assert [fields(t.encode_batch(c)) for c in calls] == want
         assert [fields([t.encode(c[0])]) for c in calls] == [w[:1] for w in want]
-    assert 0 < ascii_calls < len(calls) and not taken
+        # (cold: the first call with a row that is not ASCII makes the char map, the first with the
+        # emoji learns it; after that no call takes the general path, and the walk never disagrees)
+        assert taken == ["general"] * len(taken) and (1 <= len(taken) <= 2 if cold else not taken)
     assert len(tok._word_cache) > 100 and len(busy._word_cache) == 0
     busy._word_cache.writer.release()
 
@@ -794,31 +801,34 @@ def test_small_calls_on_the_calling_thread_give_the_threaded_ids(name, docs, mon
     ref = reference_tok(name)
     want = [[e.ids for e in ref.encode_batch(c, add_special_tokens=False)] for c in calls]
     seen, fused = [], []  # (fused: whether the normalizer's one step took the call, or handed it back)
-    serial, ascii_serial = cpu.serial_ids, cpu.ascii_serial_ids
+    serial, mapped_serial = cpu.serial_ids, cpu.mapped_serial_ids
 
-    def ascii_step(*a):
-        got = ascii_serial(*a)
+    def mapped_step(*a):
+        got = mapped_serial(*a)
         fused.append(got[1].shape[0] > 0)
         return got
 
-    # (compiled first: `ascii_serial_ids` calls `serial_ids`, which a compilation under the patch
+    # (compiled first: `mapped_serial_ids` calls `serial_ids`, which a compilation under the patch
     # would find to be the Python wrapper below)
     numbatok.Tokenizer.from_pretrained(name, device="cpu").encode_ragged(["compile"], add_special_tokens=False)
     monkeypatch.setattr(cpu, "serial_ids", lambda *a: seen.append(1) or serial(*a))
-    monkeypatch.setattr(cpu, "ascii_serial_ids", ascii_step)
+    monkeypatch.setattr(cpu, "mapped_serial_ids", mapped_step)
     tok = numbatok.Tokenizer.from_pretrained(name, device="cpu")
-    for _ in range(2):  # cold, then warm
+    small = len(calls) - 1  # (every call but the one of SERIAL_CALL bytes)
+    for cold in (True, False):
+        seen.clear()
+        fused.clear()
         assert [tok.encode_ragged(c, add_special_tokens=False).to_list() for c in calls] == want
-    small = 2 * len(calls) - 2  # (every call but the one of SERIAL_CALL bytes)
-    assert len(seen) + sum(fused) == small
-    if tok._norm is None:
-        assert not fused
-    else:  # (every small call tried the one step; the calls with a non-ASCII row fell back)
-        assert len(fused) == small and 0 < sum(fused) < small
+        assert len(seen) + sum(fused) == small
+        if tok._norm is None:
+            assert not fused
+        else:  # (every small call tried the one step; cold, the first with a row that is not ASCII fell
+            # back, making the char map, and the first with the emoji, learning it; warm, none did)
+            assert len(fused) == small and (0 < small - sum(fused) <= 2 if cold else sum(fused) == small)
     monkeypatch.setattr(cpu, "SERIAL_CALL", 0)
     threaded = numbatok.Tokenizer.from_pretrained(name, device="cpu")
     assert [threaded.encode_ragged(c, add_special_tokens=False).to_list() for c in calls] == want
-    assert len(seen) + sum(fused) == small
+    assert len(seen) + sum(fused) == small  # (no more small calls)
     assert _cached_words(tok._word_cache) == _cached_words(threaded._word_cache)
 
 

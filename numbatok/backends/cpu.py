@@ -471,6 +471,14 @@ def char_rows(data, rows, row_piece, ps, pe, pk, cm, seen, status, pb):
 _NO_CHARS = (np.zeros(1, np.int32), _readonly(np.zeros(1, np.uint8)))
 
 
+def _known_chars(norm):
+    """(cm, cd) of the normalizer's char map for a small call's one compiled step, once some call has
+    made it; until then none (the step hands rows that are not ASCII back, and the general way makes
+    the map): a call whose rows are all ASCII never pays the ~10 ms of making it."""
+    chars_ = norm.char_map_made()
+    return _NO_CHARS if chars_ is None else chars_.arrays()
+
+
 def _char_mapped(norm, data, rows, row_piece, ps, pe, pk, pb, on):
     """Which of the rows `rows` (not all ASCII) the normalizer's `char_map` maps, learning their
     characters first: (mask over rows, cm, cd). The mapped rows' pieces have their lengths in pb."""
@@ -498,16 +506,9 @@ merge_pieces_serial = _twin(merge_pieces)
 
 
 @cpu_kernel
-def ascii_pieces(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4):
-    """(row_piece, ps, pe, pk): a small call's pieces around its raw-text added tokens, on the calling
-    thread, when every row is ASCII; an empty row_piece when some row is not (then the all-ASCII
-    steps leave the call to the general way)."""
+def serial_pieces(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4):
+    """`_pieces` of a small call, on the calling thread: (row_piece, ps, pe, pk)."""
     n = offsets.shape[0] - 1
-    x = np.uint8(0)
-    for c in data[offsets[0]:offsets[n]]:
-        x |= c
-    if x >= 128:  # (new arrays, not a global one: a global is read-only, and so would row_piece be)
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int32)
     counts = np.empty(n, np.int64)
     z64, z32 = np.zeros(1, np.int64), np.zeros(1, np.int32)
     # (np.bool_: a bool, as Python passes it; a literal False would compile a specialization of its own)
@@ -524,28 +525,80 @@ def ascii_pieces(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_f
     return row_piece, ps, pe, pk
 
 
+@jitable
+def mapped_len(data, a, b, amap_off, cm, cd_len):
+    """Bytes that text data[a:b] maps to a character at a time (ASCII by the normalizer's ASCII map,
+    others by its char map), or -1 when the char map does not know one of its characters or finds
+    it unsafe (the text then takes the passes). An entry past cd_len bytes is one another thread
+    learned after this call took the map's bytes: as unknown."""
+    k = 0
+    p = a
+    while p < b:
+        c = data[p]
+        if c < 128:
+            k += amap_off[c + 1] - amap_off[c]
+            p += 1
+            continue
+        c, L = decode(data, p)
+        v = cm[c] if c < cm.shape[0] else UNKNOWN
+        if v < 0 or (v >> 8) + (v & 255) > cd_len:
+            return -1
+        k += v & 255
+        p += L
+    return k
+
+
 @cpu_kernel
-def ascii_normalized(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4, amap_off, amap_data,
-                     amap1, cm, cd, sub_text, z64, r64):
-    """`normalize_rows_ids` of a small call whose rows are all ASCII, compiled (the first step of
-    `ascii_serial_ids`): (text, pb, pk, row_piece), or an empty row_piece when some row is not ASCII
-    (the caller then takes the general way). Its Python steps were half of a one-row bert call."""
-    row_piece, ps, pe, pk = ascii_pieces(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4)
-    if row_piece.shape[0] == 0:
-        return np.zeros(0, np.uint8), z64, np.zeros(1, np.int32), z64[:0]
+def mapped_rows(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4, amap_off, amap_data, cm,
+                cd, aligned):
+    """`normalize_rows` of a small call whose characters its normalizer maps one at a time (the ASCII
+    map, then the char map: `char_map` has the whole BMP learned), in one compiled step: (text, pb,
+    pk, row_piece, ias, iae), each byte a character maps to aligned to that character (with aligned;
+    else empty ias, iae), an added token's bytes to themselves; an empty row_piece when some
+    character is unknown or unsafe (the caller then takes the general way, which learns it). As
+    Python and numpy steps this was ~50 us of a one-sentence bert call on a non-ASCII row."""
+    row_piece, ps, pe, pk = serial_pieces(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4)
     n = offsets.shape[0] - 1
     m = row_piece[n]
-    row_sub = np.full(n, -1, np.int64)
-    pb = np.zeros(m + 1, np.int64)
-    none = np.zeros(0, np.int64)  # (r64: read-only, as `normalize_rows`' alignments are)
-    merge_pieces_serial(np.bool_(False), data, ps, pe, pk, row_piece, row_sub, amap_off, amap_data, amap1, cm, cd,
-                        sub_text, z64, z64, r64, r64, z64, pb, np.zeros(1, np.uint8), none, none)
+    pb = np.empty(m + 1, np.int64)
+    pb[0] = 0
     for i in range(m):
-        pb[i + 1] += pb[i]
+        k = pe[i] - ps[i] if pk[i] >= 0 else mapped_len(data, ps[i], pe[i], amap_off, cm, cd.shape[0])
+        if k < 0:
+            return np.zeros(0, np.uint8), pb[:0], pk, pb[:0], pb[:0], pb[:0]
+        pb[i + 1] = pb[i] + k
     text = np.empty(pb[m], np.uint8)
-    merge_pieces_serial(np.bool_(True), data, ps, pe, pk, row_piece, row_sub, amap_off, amap_data, amap1, cm, cd,
-                        sub_text, z64, z64, r64, r64, z64, pb, text, none, none)
-    return text, pb, pk, row_piece
+    na = pb[m] if aligned else 0
+    ias, iae = np.empty(na, np.int64), np.empty(na, np.int64)
+    for i in range(m):
+        o = pb[i]
+        p = ps[i]
+        while p < pe[i]:
+            c = data[p]
+            if pk[i] >= 0:  # (an added token's bytes, each aligned to its character)
+                L = seq_len(c)
+                for q in range(L):
+                    text[o + q] = data[p + q]
+                    if aligned:
+                        ias[o + q], iae[o + q] = p, p + L
+                o += L
+            elif c < 128:
+                L = 1
+                for q in range(amap_off[c], amap_off[c + 1]):
+                    text[o] = amap_data[q]
+                    if aligned:
+                        ias[o], iae[o] = p, p + 1
+                    o += 1
+            else:
+                c, L = decode(data, p)
+                v = cm[c]
+                for q in range(v >> 8, (v >> 8) + (v & 255)):
+                    text[o] = cd[q]
+                    if aligned:
+                        ias[o], iae[o] = p, p + L
+                    o += 1
+            p += L
+    return text, pb, pk, row_piece, ias, iae
 
 
 def normalize_rows_ids(norm, data, offsets, at, classes, small=False, aligned=False):
@@ -723,13 +776,13 @@ piece_word_rows_serial = _twin(piece_word_rows)
 
 
 @cpu_kernel
-def ascii_words(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first, first4,
-                amap_off, amap_data):
-    """A small call's rows through a normalizer's ASCII map (`ascii_aligned`) and their words
+def mapped_words(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first, first4,
+                 amap_off, amap_data, cm, cd):
+    """A small call's rows through a normalizer's ASCII and char maps (`mapped_rows`) and their words
     (`piece_word_rows`): (text, pb, pk, row_piece, ias, iae, row_word, ws, we, wv, wk); an empty
-    row_piece when some row is not ASCII."""
-    text, pb, pk, row_piece, ias, iae = ascii_aligned(data, offsets, classes, at_data, at_off, at_ids, at_flags,
-                                                      at_first, first4, amap_off, amap_data)
+    row_piece when the maps do not cover some character."""
+    text, pb, pk, row_piece, ias, iae = mapped_rows(data, offsets, classes, at_data, at_off, at_ids, at_flags,
+                                                    at_first, first4, amap_off, amap_data, cm, cd, np.bool_(True))
     text = readonly(text)  # (the types `_words` passes: one specialization of each step for every caller)
     counts = np.zeros(offsets.shape[0] - 1 if row_piece.shape[0] else 0, np.int64)
     if row_piece.shape[0]:
@@ -745,15 +798,15 @@ def ascii_words(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_
 
 
 @cpu_kernel
-def spans_ascii_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first, first4,
-                       amap_off, amap_data, tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids,
-                       byte_fallback_ids, affix, params, lead_tab, trail_tab, trim):
-    """`spans_serial` of a small call with a normalizer that maps ASCII character by character
-    (`Normalizer.ascii_map`), whose rows are all ASCII: (fields, row_tok, normalized text), or
-    empty row_tok when some row is not (the caller takes the general way)."""
-    text, pb, pk, row_piece, ias, iae, row_word, ws, we, wv, wk = ascii_words(
+def spans_mapped_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first,
+                        first4, amap_off, amap_data, cm, cd, tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
+                        byte_ids, byte_fallback_ids, affix, params, lead_tab, trail_tab, trim):
+    """`spans_serial` of a small call with a normalizer that maps text character by character
+    (`Normalizer.ascii_map`, `Normalizer.char_map`): (fields, row_tok, normalized text), or empty
+    row_tok when the maps do not cover some character (the caller takes the general way)."""
+    text, pb, pk, row_piece, ias, iae, row_word, ws, we, wv, wk = mapped_words(
         data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first, first4, amap_off,
-        amap_data)
+        amap_data, cm, cd)
     if row_piece.shape[0] == 0:
         return np.empty((9, 0), np.int64), _EMPTY_I64, text
     n = offsets.shape[0] - 1
@@ -767,16 +820,17 @@ def spans_ascii_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_o
 
 
 @cpu_kernel
-def wordpiece_ids_ascii_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first,
-                               first4_raw, amap_off, amap_data, asc, first4, tok_data, tok_offsets, vocab_slots, merges,
-                               byte_pairs, byte_ids, byte_fallback_ids, affix, params, rec, idata, kdata, state, lim,
-                               lead_tab, trail_tab, trim):
-    """`spans_ascii_serial` of a WordPiece tokenizer from its ids (`serial_ids`, the word cache) and
+def wordpiece_ids_mapped_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags,
+                                at_first, first4_raw, amap_off, amap_data, cm, cd, asc, first4, tok_data, tok_offsets,
+                                vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix, params, rec, idata,
+                                kdata, state, lim, lead_tab, trail_tab, trim):
+    """`spans_mapped_serial` of a WordPiece tokenizer from its ids (`serial_ids`, the word cache) and
     one walk over its words (`wordpiece_spans`): (fields, row_tok, normalized text, ok), or empty
-    row_tok when some row is not ASCII. The model on every word was most of a paragraph's `encode`."""
-    text, pb, pk, row_piece, ias, iae, row_word, ws, we, wv, wk = ascii_words(
+    row_tok when the maps do not cover some character. The model on every word was most of a
+    paragraph's `encode`."""
+    text, pb, pk, row_piece, ias, iae, row_word, ws, we, wv, wk = mapped_words(
         data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first, first4_raw, amap_off,
-        amap_data)
+        amap_data, cm, cd)
     if row_piece.shape[0] == 0:
         return np.empty((9, 0), np.int64), _EMPTY_I64, text, False
     normalized = row_piece.shape[0] > 0  # (a bool, not the literal True: `serial_ids` as Python calls it)
@@ -788,43 +842,6 @@ def wordpiece_ids_ascii_serial(data, offsets, pt_kind, pt_prefix, classes, at_da
     ok = wordpiece_spans_serial(data, offsets, text, row_word, ws, we, wv, wk, ias, iae, classes, ids, row_tok,
                                 tok_data, tok_offsets, affix, params, lead_tab, trail_tab, trim, 1, f)
     return f, row_tok, text, ok
-
-
-@cpu_kernel
-def ascii_aligned(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4, amap_off, amap_data):
-    """`normalize_rows` of a small call whose rows are all ASCII, for a normalizer with an ASCII map:
-    (text, pb, pk, row_piece, ias, iae), every byte a character maps to aligned to that character, an
-    added token's bytes to themselves; an empty row_piece when some row is not ASCII."""
-    row_piece, ps, pe, pk = ascii_pieces(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4)
-    if row_piece.shape[0] == 0:
-        return np.zeros(0, np.uint8), np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int64), _EMPTY_I64, \
-            _EMPTY_I64
-    n = offsets.shape[0] - 1
-    m = row_piece[n]
-    pb = np.empty(m + 1, np.int64)
-    pb[0] = 0
-    for i in range(m):
-        k = pe[i] - ps[i]
-        if pk[i] < 0:
-            k = 0
-            for p in range(ps[i], pe[i]):
-                k += amap_off[data[p] + 1] - amap_off[data[p]]
-        pb[i + 1] = pb[i] + k
-    text = np.empty(pb[m], np.uint8)
-    ias, iae = np.empty(pb[m], np.int64), np.empty(pb[m], np.int64)
-    for i in range(m):
-        o = pb[i]
-        for p in range(ps[i], pe[i]):
-            if pk[i] >= 0:
-                text[o] = data[p]
-                ias[o], iae[o] = p, p + 1
-                o += 1
-            else:
-                for q in range(amap_off[data[p]], amap_off[data[p] + 1]):
-                    text[o] = amap_data[q]
-                    ias[o], iae[o] = p, p + 1
-                    o += 1
-    return text, pb, pk, row_piece, ias, iae
 
 
 @cpu_kernel
@@ -1137,9 +1154,9 @@ def spans(tok, b, trim=0):
                 return got
         elif amap is not None:
             at = tok._added.arrays()
-            f, row_tok, text = spans_ascii_serial(data, offsets, pt.prog, pt.add_prefix_space, tok._classes, *at,
-                                                  _raw_first4(at[4][0].tobytes()), *amap[:2], *model.arrays(),
-                                                  model.lead_spaces, model.trail_spaces, trim)
+            f, row_tok, text = spans_mapped_serial(data, offsets, pt.prog, pt.add_prefix_space, tok._classes, *at,
+                                                   _raw_first4(at[4][0].tobytes()), *amap[:2], *_known_chars(norm),
+                                                   *model.arrays(), model.lead_spaces, model.trail_spaces, trim)
             if row_tok.shape[0]:
                 return text, f, row_tok
     else:
@@ -1606,18 +1623,18 @@ def serial_ids(text, text_off, pb, pk, row_piece, normalized, pt_kind, pt_prefix
 
 
 @cpu_kernel
-def ascii_serial_ids(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4_raw, amap_off,
-                     amap_data, amap1, cm, cd, sub_text, z64, r64, pt_kind, pt_prefix, asc, first4, tok_data,
-                     tok_offsets, vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix, params, rec,
-                     idata, kdata, state, lim, ins):
+def mapped_serial_ids(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4_raw, amap_off,
+                      amap_data, cm, cd, pt_kind, pt_prefix, asc, first4, tok_data, tok_offsets, vocab_slots, merges,
+                      byte_pairs, byte_ids, byte_fallback_ids, affix, params, rec, idata, kdata, state, lim, ins):
     """`serial_ids` of a small call to a tokenizer whose normalizer has an ASCII map, its rows
-    normalized first (`ascii_normalized`) in the same compiled step; empty row offsets when some row
-    is not ASCII. Two compiled calls and the Python between them were a fifth of a one-row bert call."""
-    text, pb, pk, row_piece = ascii_normalized(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first,
-                                               first4_raw, amap_off, amap_data, amap1, cm, cd, sub_text, z64, r64)
+    normalized first (`mapped_rows`) in the same compiled step; empty row offsets when the maps do
+    not cover some character. Two compiled calls and the Python between them were a fifth of a
+    one-row bert call."""
+    text, pb, pk, row_piece, _, _ = mapped_rows(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first,
+                                                first4_raw, amap_off, amap_data, cm, cd, np.bool_(False))
     normalized = row_piece.shape[0] > 0  # (a bool, not the literal True: `serial_ids` as Python calls it)
     if not normalized:
-        return np.zeros(0, np.int32), z64[:0]
+        return np.zeros(0, np.int32), pb[:0]
     return serial_ids(readonly(text), readonly(pb[row_piece]), pb, pk, row_piece, normalized, pt_kind, pt_prefix,
                       classes, asc, first4,
                       at_data, at_off, at_ids, at_flags, at_first, tok_data, tok_offsets, vocab_slots, merges,
@@ -1842,9 +1859,9 @@ def _serial_ids(tok, data, offsets, total):
                               first4, *at, *model, rec, idata, kdata, state, lim, ins)
         amap = norm.ascii_map()
         if amap is not None:
-            ids, row_off = ascii_serial_ids(data, offsets, tok._classes, *at, _raw_first4(at[4][0].tobytes()), *amap,
-                                            *_NO_CHARS, _NO_CHARS[1], _Z64, _R64, prog, pt.add_prefix_space, asc,
-                                            first4, *model, rec, idata, kdata, state, lim, ins)
+            ids, row_off = mapped_serial_ids(data, offsets, tok._classes, *at, _raw_first4(at[4][0].tobytes()),
+                                             *amap[:2], *_known_chars(norm), prog, pt.add_prefix_space, asc, first4,
+                                             *model, rec, idata, kdata, state, lim, ins)
             if row_off.shape[0]:
                 return ids, row_off
         text, pb, pk, row_piece = normalize_rows_ids(norm, data, offsets, at, tok._classes, True)
@@ -1877,27 +1894,29 @@ WORDPIECE_FROM_IDS = 128
 
 
 def _small_wordpiece_spans(tok, data, offsets, total, trim, amap):
-    """`spans` of a WordPiece tokenizer's small call whose rows are all ASCII, from its ids
-    (`wordpiece_ids_ascii_serial`); None where a row is not ASCII, and where the walk disagrees with
-    the ids, `spans_ascii_serial`'s (the model on every word)."""
+    """`spans` of a WordPiece tokenizer's small call whose characters its normalizer maps one at a
+    time, from its ids (`wordpiece_ids_mapped_serial`); None where the maps do not cover some
+    character, and where the walk disagrees with the ids, `spans_mapped_serial`'s (the model on
+    every word)."""
     pt, prog, at, asc, first4, model = _ids_consts(tok)[:6]
     raw4 = _raw_first4(at[4][0].tobytes())
+    chars_ = _known_chars(tok._norm)
     cache = tok._word_cache
     rec, idata, kdata, state, lim = cache.open_small(total)
     try:
-        f, row_tok, text, ok = wordpiece_ids_ascii_serial(data, offsets, prog, pt.add_prefix_space, tok._classes, *at,
-                                                          raw4, *amap[:2], asc, first4,
-                                                          *model, rec, idata, kdata, state, lim,
-                                                          tok._model.lead_spaces, tok._model.trail_spaces, trim)
+        f, row_tok, text, ok = wordpiece_ids_mapped_serial(data, offsets, prog, pt.add_prefix_space, tok._classes,
+                                                           *at, raw4, *amap[:2], *chars_, asc, first4, *model, rec,
+                                                           idata, kdata, state, lim, tok._model.lead_spaces,
+                                                           tok._model.trail_spaces, trim)
     finally:
         cache.close_small(lim)
     if ok:
         return text, f, row_tok
     if row_tok.shape[0] == 0:
         return None
-    f, row_tok, text = spans_ascii_serial(data, offsets, prog, pt.add_prefix_space, tok._classes, *at, raw4,
-                                          *amap[:2], *model,
-                                          tok._model.lead_spaces, tok._model.trail_spaces, trim)
+    f, row_tok, text = spans_mapped_serial(data, offsets, prog, pt.add_prefix_space, tok._classes, *at, raw4,
+                                           *amap[:2], *chars_, *model, tok._model.lead_spaces,
+                                           tok._model.trail_spaces, trim)
     return text, f, row_tok
 
 

@@ -110,6 +110,10 @@ class Normalizer:
             self._chars = CharMap(self) if all(h in (passes.IDENT, NFD, NFKD) for h, _, _, _ in self.plan) else None
         return self._chars
 
+    def char_map_made(self):
+        """`char_map()` if some call has made it, else None (without making it)."""
+        return getattr(self, "_chars", None)
+
     def __repr__(self):
         return "Normalizer(" + ", ".join(
             passes.NAMES[h] + "".join("+" + chars.NAMES[op] for op in ops) for h, _, _, ops in self.plan) + ")"
