@@ -7,8 +7,9 @@ Each case pairs a numbatok call with the `tokenizers` call a user would make ins
 their ids agree, then times them in turns: 7 rounds of a few hundred calls each, the median per
 call of each round, the median over rounds. The ratio (numbatok / tokenizers, lower is faster) is
 the median of the rounds' ratios: this machine's speed drifts within minutes, a ratio within one
-round much less. Texts: one short sentence, one ~500-byte paragraph of big.txt, 64 and 4,096
-paragraphs; decoded: the sentence's ids and those of 64 paragraphs' first 60 characters.
+round much less. Texts: one short sentence, one short German sentence (a row that is not ASCII
+takes a normalizer's char map), one ~500-byte paragraph of big.txt, 64 and 4,096 paragraphs;
+decoded: the sentence's ids and those of 64 paragraphs' first 60 characters.
 """
 import argparse
 import os
@@ -33,6 +34,7 @@ def _median_call(f, n):
 
 def cases(tok, ref, docs):
     short = "Hello, world! This is a short sentence."
+    german = "Grüße aus Zürich: das Café ist schön."
     para = next(d for d in docs if 400 < len(d) < 600)
     batch = docs[100:164]
     large = docs[:4096]
@@ -40,6 +42,8 @@ def cases(tok, ref, docs):
     some = [e.ids for e in ref.encode_batch([d[:60] for d in batch])]
     return [
         ("encode, a short sentence", lambda: tok.encode(short), lambda: ref.encode(short),
+         lambda a, b: a.ids == b.ids and a.offsets == b.offsets),
+        ("encode, a German sentence", lambda: tok.encode(german), lambda: ref.encode(german),
          lambda a, b: a.ids == b.ids and a.offsets == b.offsets),
         ("encode, a paragraph", lambda: tok.encode(para), lambda: ref.encode(para),
          lambda a, b: a.ids == b.ids and a.offsets == b.offsets),
