@@ -196,8 +196,27 @@ def _readonly_view():
     return readonly
 
 
+def _pointer():
+    from numba import types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def pointer(typingctx, addr, dtype):
+        """Address `addr` (an int64) as a pointer to values of `dtype`, for `numba.carray` (CPU kernels
+        only): the arrays of an address table (`backends.cpu.address_table`)."""
+        ty = getattr(dtype, "instance_type", None) or getattr(dtype, "dtype", None)
+        if not isinstance(addr, types.Integer) or not isinstance(ty, types.Number):
+            return None
+
+        def codegen(context, builder, sig, args):
+            return builder.inttoptr(args[0], context.get_value_type(sig.return_type))
+        return types.CPointer(ty)(addr, dtype), codegen
+    return pointer
+
+
 prefetch = _prefetch()
 readonly = _readonly_view()
+pointer = _pointer()
 fetch_add = _fetch_add()
 compare_swap, store_release, load_acquire = _atomics()
 ascii_masks = _ascii_masks()

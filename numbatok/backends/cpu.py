@@ -5,7 +5,7 @@ import types
 import numba
 import numpy as np
 
-from .._numba import cpu_kernel, fetch_add, jitable, prange, prefetch, readonly
+from .._numba import cpu_kernel, fetch_add, jitable, pointer, prange, prefetch, readonly
 from .._numba import readonly_view as _readonly
 from ..models.bpe import SMALL, merge_byte_long, merge_byte_word
 from ..models.tables import WORDPIECE
@@ -758,13 +758,68 @@ def model_distinct_serial(text, ws, we, wv, wk, tok_data, tok_offsets, vocab_slo
 compact_serial = _twin(compact)
 
 
+# ---- a small call's tables as one argument ----
+# numba unboxes each array argument into a meminfo of its own, ~0.1 us an array: a small call's 18-23
+# tables were ~2 us of a one-row call's ~14. Their addresses in one int64 array are one argument;
+# `tables` makes the arrays from it inside the compiled call, without a meminfo.
+
+# (the dtype and number of dimensions of each table, in the order `tables` returns them)
+TABLE_KINDS = ((np.int64, 1), (np.uint8, 1), (np.uint8, 1), (np.uint8, 1),  # program, classes, asc, first4
+               (np.uint8, 1), (np.int64, 1), (np.int32, 1), (np.int32, 1), (np.uint8, 2),  # added tokens
+               (np.uint8, 1), (np.int64, 1), (np.int32, 1), (np.int64, 2), (np.int64, 1), (np.int32, 1),  # model
+               (np.int32, 1), (np.uint8, 1), (np.int64, 1),
+               (np.int32, 1), (np.int32, 1), (np.uint8, 1), (np.int64, 1), (np.uint8, 1))  # lead, trail, raw first4, amap
+
+
+def address_table(arrays):
+    """(table, kept): row i of table is array i's address and shape, for `tables`; `kept` holds the
+    arrays it points into (C-contiguous, of TABLE_KINDS' dtypes), which must live as long as the
+    table is used."""
+    assert len(arrays) == len(TABLE_KINDS)
+    tab = np.zeros((len(arrays), 3), np.int64)
+    kept = []
+    for i, (a, (dtype, ndim)) in enumerate(zip(arrays, TABLE_KINDS)):
+        a = np.ascontiguousarray(a, dtype)
+        assert a.ndim == ndim
+        kept.append(a)
+        tab[i] = a.__array_interface__["data"][0], a.shape[0], a.shape[1] if ndim == 2 else 0
+    return tab, tuple(kept)
+
+
+# (compiled with reference counting: a function without it may return no array it made)
+@jitable(inline="always", _nrt=True)
+def _vec(tab, i, dtype):
+    return numba.carray(pointer(tab[i, 0], dtype), tab[i, 1])
+
+
+@jitable(inline="always", _nrt=True)
+def _grid(tab, i, dtype):
+    return numba.carray(pointer(tab[i, 0], dtype), (tab[i, 1], tab[i, 2]))
+
+
+@jitable(inline="always", _nrt=True)
+def tables(tab):
+    """The tables of an `address_table`, typed as Python passes them to the threaded kernels: (program,
+    classes, asc, first4, added tokens' five, model's nine, lead spaces, trail spaces, the raw-text
+    added tokens' first4, ASCII map offsets, ASCII map bytes)."""
+    at = (_vec(tab, 4, np.uint8), _vec(tab, 5, np.int64), _vec(tab, 6, np.int32), _vec(tab, 7, np.int32),
+          _grid(tab, 8, np.uint8))
+    model = (_vec(tab, 9, np.uint8), _vec(tab, 10, np.int64), _vec(tab, 11, np.int32), _grid(tab, 12, np.int64),
+             _vec(tab, 13, np.int64), _vec(tab, 14, np.int32), _vec(tab, 15, np.int32), _vec(tab, 16, np.uint8),
+             _vec(tab, 17, np.int64))
+    return (_vec(tab, 0, np.int64), _vec(tab, 1, np.uint8), readonly(_vec(tab, 2, np.uint8)),
+            readonly(_vec(tab, 3, np.uint8)), at, model, _vec(tab, 18, np.int32), _vec(tab, 19, np.int32),
+            readonly(_vec(tab, 20, np.uint8)), _vec(tab, 21, np.int64), _vec(tab, 22, np.uint8))
+
+
 @cpu_kernel
-def spans_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first, tok_data,
-                 tok_offsets, vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix, params, lead_tab,
-                 trail_tab, trim):
+def spans_serial(data, offsets, tab, pt_prefix, trim):
     """A small call's `Encoding` fields (`token_table`) and its rows' token offsets, without a normalizer,
     in one compiled step on the calling thread: `encode`'s eight steps, their numpy glue and the
-    fields' own were most of a one-text `Tokenizer.encode`."""
+    fields' own were most of a one-text `Tokenizer.encode`. tab: the tokenizer's `address_table`."""
+    (pt_kind, classes, asc, first4, (at_data, at_off, at_ids, at_flags, at_first),
+     (tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix, params),
+     lead_tab, trail_tab, first4_raw, amap_off, amap_data) = tables(tab)
     counts, row_word, ws, we, wv, wk = words_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids,
                                                     at_flags, at_first)
     return spans_of_words(data, offsets, data, offsets, row_word, ws, we, wv, wk, _EMPTY_I64, _EMPTY_I64, classes,
@@ -798,14 +853,15 @@ def mapped_words(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at
 
 
 @cpu_kernel
-def spans_mapped_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first,
-                        first4, amap_off, amap_data, cm, cd, tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
-                        byte_ids, byte_fallback_ids, affix, params, lead_tab, trail_tab, trim):
+def spans_mapped_serial(data, offsets, tab, cm, cd, pt_prefix, trim):
     """`spans_serial` of a small call with a normalizer that maps text character by character
-    (`Normalizer.ascii_map`, `Normalizer.char_map`): (fields, row_tok, normalized text), or empty
-    row_tok when the maps do not cover some character (the caller takes the general way)."""
+    (`Normalizer.ascii_map`, `Normalizer.char_map`: cm, cd): (fields, row_tok, normalized text), or
+    empty row_tok when the maps do not cover some character (the caller takes the general way)."""
+    (pt_kind, classes, asc, first4, (at_data, at_off, at_ids, at_flags, at_first),
+     (tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix, params),
+     lead_tab, trail_tab, first4_raw, amap_off, amap_data) = tables(tab)
     text, pb, pk, row_piece, ias, iae, row_word, ws, we, wv, wk = mapped_words(
-        data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first, first4, amap_off,
+        data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first, first4_raw, amap_off,
         amap_data, cm, cd)
     if row_piece.shape[0] == 0:
         return np.empty((9, 0), np.int64), _EMPTY_I64, text
@@ -820,24 +876,22 @@ def spans_mapped_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_
 
 
 @cpu_kernel
-def wordpiece_ids_mapped_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags,
-                                at_first, first4_raw, amap_off, amap_data, cm, cd, asc, first4, tok_data, tok_offsets,
-                                vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix, params, rec, idata,
-                                kdata, state, lim, lead_tab, trail_tab, trim):
+def wordpiece_ids_mapped_serial(data, offsets, tab, cm, cd, pt_prefix, rec, idata, kdata, state, lim, trim):
     """`spans_mapped_serial` of a WordPiece tokenizer from its ids (`serial_ids`, the word cache) and
     one walk over its words (`wordpiece_spans`): (fields, row_tok, normalized text, ok), or empty
     row_tok when the maps do not cover some character. The model on every word was most of a
     paragraph's `encode`."""
+    (pt_kind, classes, asc, first4, (at_data, at_off, at_ids, at_flags, at_first),
+     (tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix, params),
+     lead_tab, trail_tab, first4_raw, amap_off, amap_data) = tables(tab)
     text, pb, pk, row_piece, ias, iae, row_word, ws, we, wv, wk = mapped_words(
         data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first, first4_raw, amap_off,
         amap_data, cm, cd)
     if row_piece.shape[0] == 0:
         return np.empty((9, 0), np.int64), _EMPTY_I64, text, False
     normalized = row_piece.shape[0] > 0  # (a bool, not the literal True: `serial_ids` as Python calls it)
-    ids, row_tok = serial_ids(text, readonly(pb[row_piece]), pb, pk, row_piece, normalized, pt_kind, pt_prefix,
-                              classes, asc, first4, at_data, at_off, at_ids, at_flags, at_first, tok_data,
-                              tok_offsets, vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix, params,
-                              rec, idata, kdata, state, lim, np.bool_(False))
+    ids, row_tok = serial_ids(text, readonly(pb[row_piece]), pb, pk, row_piece, normalized, tab, pt_prefix, rec, idata,
+                              kdata, state, lim, np.bool_(False))
     f = np.empty((9, ids.shape[0]), np.int64)
     ok = wordpiece_spans_serial(data, offsets, text, row_word, ws, we, wv, wk, ias, iae, classes, ids, row_tok,
                                 tok_data, tok_offsets, affix, params, lead_tab, trail_tab, trim, 1, f)
@@ -1139,24 +1193,22 @@ def spans(tok, b, trim=0):
     data, offsets = _readonly(b.data), _readonly(b.offsets)
     total = int(offsets[-1]) - int(offsets[0])
     if total < SERIAL_CALL:
-        pt, norm, model = tok.spec.pre_tokenizer, tok._norm, tok._model
+        norm = tok._norm
         if norm is None:
             got = _small_spans_from_ids(tok, data, offsets, total, trim)
             if got is not None:
                 return got
-            f, row_tok = spans_serial(data, offsets, pt.prog, pt.add_prefix_space, tok._classes, *tok._added.arrays(),
-                                      *model.arrays(), model.lead_spaces, model.trail_spaces, trim)
+            consts = _ids_consts(tok)
+            f, row_tok = spans_serial(data, offsets, consts[9][0], consts[0].add_prefix_space, trim)
             return data, f, row_tok
-        amap = norm.ascii_map()
-        if amap is not None and model.kind == WORDPIECE and total >= WORDPIECE_FROM_IDS:
-            got = _small_wordpiece_spans(tok, data, offsets, total, trim, amap)
+        consts = _ids_consts(tok)
+        if consts[10] is not None and tok._model.kind == WORDPIECE and total >= WORDPIECE_FROM_IDS:
+            got = _small_wordpiece_spans(tok, data, offsets, total, trim)
             if got is not None:
                 return got
-        elif amap is not None:
-            at = tok._added.arrays()
-            f, row_tok, text = spans_mapped_serial(data, offsets, pt.prog, pt.add_prefix_space, tok._classes, *at,
-                                                   _raw_first4(at[4][0].tobytes()), *amap[:2], *_known_chars(norm),
-                                                   *model.arrays(), model.lead_spaces, model.trail_spaces, trim)
+        elif consts[10] is not None:
+            f, row_tok, text = spans_mapped_serial(data, offsets, consts[9][0], *_known_chars(norm),
+                                                   consts[0].add_prefix_space, trim)
             if row_tok.shape[0]:
                 return text, f, row_tok
     else:
@@ -1588,13 +1640,15 @@ SERIAL_CALL = 1 << 13  # a call of fewer bytes runs `serial_ids`, on the calling
 
 
 @cpu_kernel
-def serial_ids(text, text_off, pb, pk, row_piece, normalized, pt_kind, pt_prefix, classes, asc, first4, at_data,
-               at_off, at_ids, at_flags, at_first, tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids,
-               byte_fallback_ids, affix, params, rec, idata, kdata, state, lim, ins):
+def serial_ids(text, text_off, pb, pk, row_piece, normalized, tab, pt_prefix, rec, idata, kdata, state, lim, ins):
     """(ids, row offsets) of a small call in one compiled step on the calling thread: the whole batch
     as one chunk through `scan_rest` (when `ins`) and `encode_ids_chunks`, compiled without threads,
     new words added within the room `open_inserts` reserved (state, lim).
-    `encode_ids`'s planning, thread launches and gather were 60-110 us, most of a one-row call."""
+    `encode_ids`'s planning, thread launches and gather were 60-110 us, most of a one-row call.
+    tab: the tokenizer's `address_table`."""
+    (pt_kind, classes, asc, first4, (at_data, at_off, at_ids, at_flags, at_first),
+     (tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix, params),
+     lead_tab, trail_tab, first4_raw, amap_off, amap_data) = tables(tab)
     n = text_off.shape[0] - 1
     cap = (text_off[n] - text_off[0]) * (2 if pt_prefix else 1) + n + 3
     out = np.empty(cap, np.int32)
@@ -1623,36 +1677,34 @@ def serial_ids(text, text_off, pb, pk, row_piece, normalized, pt_kind, pt_prefix
 
 
 @cpu_kernel
-def mapped_serial_ids(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4_raw, amap_off,
-                      amap_data, cm, cd, pt_kind, pt_prefix, asc, first4, tok_data, tok_offsets, vocab_slots, merges,
-                      byte_pairs, byte_ids, byte_fallback_ids, affix, params, rec, idata, kdata, state, lim, ins):
+def mapped_serial_ids(data, offsets, tab, cm, cd, pt_prefix, rec, idata, kdata, state, lim, ins):
     """`serial_ids` of a small call to a tokenizer whose normalizer has an ASCII map, its rows
     normalized first (`mapped_rows`) in the same compiled step; empty row offsets when the maps do
     not cover some character. Two compiled calls and the Python between them were a fifth of a
     one-row bert call."""
+    (pt_kind, classes, asc, first4, (at_data, at_off, at_ids, at_flags, at_first),
+     (tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix, params),
+     lead_tab, trail_tab, first4_raw, amap_off, amap_data) = tables(tab)
     text, pb, pk, row_piece, _, _ = mapped_rows(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first,
                                                 first4_raw, amap_off, amap_data, cm, cd, np.bool_(False))
     normalized = row_piece.shape[0] > 0  # (a bool, not the literal True: `serial_ids` as Python calls it)
     if not normalized:
         return np.zeros(0, np.int32), pb[:0]
-    return serial_ids(readonly(text), readonly(pb[row_piece]), pb, pk, row_piece, normalized, pt_kind, pt_prefix,
-                      classes, asc, first4,
-                      at_data, at_off, at_ids, at_flags, at_first, tok_data, tok_offsets, vocab_slots, merges,
-                      byte_pairs, byte_ids, byte_fallback_ids, affix, params, rec, idata, kdata, state, lim, ins)
+    return serial_ids(readonly(text), readonly(pb[row_piece]), pb, pk, row_piece, normalized, tab, pt_prefix, rec,
+                      idata, kdata, state, lim, ins)
 
 
 @cpu_kernel
-def spans_ids_serial(data, offsets, pt_kind, pt_prefix, classes, asc, first4, at_data, at_off, at_ids, at_flags,
-                     at_first, tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids,
-                     affix, params, rec, idata, kdata, state, lim, ins, lead_tab, trail_tab, trim):
+def spans_ids_serial(data, offsets, tab, pt_prefix, rec, idata, kdata, state, lim, ins, trim):
     """`spans_serial` of a byte-level tokenizer's small call from its ids (`serial_ids`, the word cache)
     and one walk over its words (`spans_from_ids`): (fields, row_tok, ok). The spans path proper
     ran the model on every word of every call and made ~25 arrays, most of a short `encode`."""
+    (pt_kind, classes, asc, first4, (at_data, at_off, at_ids, at_flags, at_first),
+     (tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix, params),
+     lead_tab, trail_tab, first4_raw, amap_off, amap_data) = tables(tab)
     z64 = np.zeros(1, np.int64)
-    ids, row_tok = serial_ids(data, offsets, z64, np.zeros(1, np.int32), z64, np.bool_(False), pt_kind, pt_prefix,
-                              classes, asc, first4, at_data, at_off, at_ids, at_flags, at_first, tok_data, tok_offsets,
-                              vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix, params, rec, idata,
-                              kdata, state, lim, ins)
+    ids, row_tok = serial_ids(data, offsets, z64, np.zeros(1, np.int32), z64, np.bool_(False), tab, pt_prefix, rec,
+                              idata, kdata, state, lim, ins)
     f = np.empty((9, ids.shape[0]), np.int64)
     ok = spans_from_ids_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first,
                                ids, row_tok, tok_offsets, lead_tab, trail_tab, trim, 1, f)
@@ -1819,15 +1871,16 @@ def _segmentable(tok):
 def _ids_consts(tok):
     """What `encode_ids` passes that changes only with the tokenizer's tables: (pre-tokenizer, its
     program, added tokens' arrays, the fused loop's ASCII table, the added tokens' first bytes, the
-    model's arrays, scan, bytewise, from_ids, spans_args), built once per set of tables (rebuilding it was
-    a fifth of a one-row call). scan: the GPT-2 scanner applies (no normalizer, no prefix space);
+    model's arrays, scan, bytewise, from_ids, tab, amap), built once per set of tables (rebuilding it
+    was a fifth of a one-row call). scan: the GPT-2 scanner applies (no normalizer, no prefix space);
     bytewise: every byte is a symbol and merges are not ignored, so `scan_rest` applies too; from_ids:
-    a run's spans follow from its ids; spans_args: `spans_ids_serial`'s arguments before and after
-    the word cache's."""
+    a run's spans follow from its ids; tab: the small calls' `address_table` (the arrays it points
+    into are kept in the tuple); amap: the normalizer's ASCII map, or None."""
     pt = tok.spec.pre_tokenizer
     got = getattr(tok, "_ids_consts", None)
-    if got is not None and got[0] is tok._added and got[1] is tok._model and got[2] is pt.prog:
-        return got[3]
+    if got is not None and got[0] is tok._added and got[1] is tok._model and got[2] is pt.prog and \
+            got[3] is tok._norm:
+        return got[4]
     prog, at, model = pt.prog, tok._added.arrays(), tok._model.arrays()
     scan = tok._norm is None and prog[0] == 1 and prog[1] == GPT2 and not pt.add_prefix_space
     asc, first4 = _scan_tables(at[4].tobytes())
@@ -1837,37 +1890,37 @@ def _ids_consts(tok):
     bytewise = bool((flags & 16) != 0 and (flags & 4) == 0)
     # from_ids: spans follow from the ids (`spans_from_ids`): each token's bytes in order, no affixes
     from_ids = bool(scan and bytewise and model[8][1] == 0 and model[8][2] == 0)
-    # (and `spans_ids_serial`'s arguments around the cache's: a short `encode` spent 1 us gathering them)
-    spans_args = (prog, pt.add_prefix_space, tok._classes, asc, first4, *at, *model), \
-        (SCAN_REST, tok._model.lead_spaces, tok._model.trail_spaces)
-    consts = (pt, prog, at, asc, first4, model, bool(scan), bytewise, from_ids, spans_args)
-    tok._ids_consts = (tok._added, tok._model, prog, consts)
+    amap = tok._norm.ascii_map() if tok._norm is not None else None
+    tab = address_table((prog, tok._classes, asc, first4, *at, *model, tok._model.lead_spaces,
+                         tok._model.trail_spaces, _raw_first4(at[4][0].tobytes()),
+                         *(amap[:2] if amap is not None else (np.zeros(129, np.int64), np.zeros(1, np.uint8)))))
+    consts = (pt, prog, at, asc, first4, model, bool(scan), bytewise, from_ids, tab, amap)
+    tok._ids_consts = (tok._added, tok._model, prog, tok._norm, consts)
     return consts
 
 
 def _serial_ids(tok, data, offsets, total):
     """`encode_ids` of a call under SERIAL_CALL bytes: one compiled step on the calling thread, new words
     added within the room `open_inserts` reserves (or run uncached while another call adds)."""
-    pt, prog, at, asc, first4, model, scan, bytewise = _ids_consts(tok)[:8]
+    consts = _ids_consts(tok)
+    pt, scan, bytewise, tab, amap = consts[0], consts[6], consts[7], consts[9], consts[10]
     ins = SCAN_REST and scan and bytewise
+    prefix = pt.add_prefix_space
     cache = tok._word_cache
     rec, idata, kdata, state, lim = cache.open_small(total)
     try:
         norm = tok._norm
         if norm is None:
-            return serial_ids(data, offsets, _Z64, _Z32, _Z64, False, prog, pt.add_prefix_space, tok._classes, asc,
-                              first4, *at, *model, rec, idata, kdata, state, lim, ins)
-        amap = norm.ascii_map()
+            return serial_ids(data, offsets, _Z64, _Z32, _Z64, False, tab[0], prefix, rec, idata, kdata, state, lim,
+                              ins)
         if amap is not None:
-            ids, row_off = mapped_serial_ids(data, offsets, tok._classes, *at, _raw_first4(at[4][0].tobytes()),
-                                             *amap[:2], *_known_chars(norm), prog, pt.add_prefix_space, asc, first4,
-                                             *model, rec, idata, kdata, state, lim, ins)
+            ids, row_off = mapped_serial_ids(data, offsets, tab[0], *_known_chars(norm), prefix, rec, idata, kdata,
+                                             state, lim, ins)
             if row_off.shape[0]:
                 return ids, row_off
-        text, pb, pk, row_piece = normalize_rows_ids(norm, data, offsets, at, tok._classes, True)
-        return serial_ids(_readonly(text), _readonly(pb[row_piece]), pb, pk, row_piece, True, prog,
-                          pt.add_prefix_space, tok._classes, asc, first4, *at, *model, rec, idata, kdata, state, lim,
-                          ins)
+        text, pb, pk, row_piece = normalize_rows_ids(norm, data, offsets, consts[2], tok._classes, True)
+        return serial_ids(_readonly(text), _readonly(pb[row_piece]), pb, pk, row_piece, True, tab[0], prefix, rec,
+                          idata, kdata, state, lim, ins)
     finally:
         cache.close_small(lim)
 
@@ -1878,11 +1931,11 @@ def _small_spans_from_ids(tok, data, offsets, total, trim):
     consts = _ids_consts(tok)
     if not consts[8]:
         return None
-    head, tail = consts[9]
     cache = tok._word_cache
     rec, idata, kdata, state, lim = cache.open_small(total)
     try:
-        f, row_tok, ok = spans_ids_serial(data, offsets, *head, rec, idata, kdata, state, lim, *tail, trim)
+        f, row_tok, ok = spans_ids_serial(data, offsets, consts[9][0], consts[0].add_prefix_space, rec, idata, kdata,
+                                          state, lim, SCAN_REST, trim)
     finally:
         cache.close_small(lim)
     return (data, f, row_tok) if ok else None
@@ -1893,30 +1946,26 @@ def _small_spans_from_ids(tok, data, offsets, total, trim):
 WORDPIECE_FROM_IDS = 128
 
 
-def _small_wordpiece_spans(tok, data, offsets, total, trim, amap):
+def _small_wordpiece_spans(tok, data, offsets, total, trim):
     """`spans` of a WordPiece tokenizer's small call whose characters its normalizer maps one at a
     time, from its ids (`wordpiece_ids_mapped_serial`); None where the maps do not cover some
     character, and where the walk disagrees with the ids, `spans_mapped_serial`'s (the model on
     every word)."""
-    pt, prog, at, asc, first4, model = _ids_consts(tok)[:6]
-    raw4 = _raw_first4(at[4][0].tobytes())
+    consts = _ids_consts(tok)
+    tab, prefix = consts[9][0], consts[0].add_prefix_space
     chars_ = _known_chars(tok._norm)
     cache = tok._word_cache
     rec, idata, kdata, state, lim = cache.open_small(total)
     try:
-        f, row_tok, text, ok = wordpiece_ids_mapped_serial(data, offsets, prog, pt.add_prefix_space, tok._classes,
-                                                           *at, raw4, *amap[:2], *chars_, asc, first4, *model, rec,
-                                                           idata, kdata, state, lim, tok._model.lead_spaces,
-                                                           tok._model.trail_spaces, trim)
+        f, row_tok, text, ok = wordpiece_ids_mapped_serial(data, offsets, tab, *chars_, prefix, rec, idata, kdata,
+                                                           state, lim, trim)
     finally:
         cache.close_small(lim)
     if ok:
         return text, f, row_tok
     if row_tok.shape[0] == 0:
         return None
-    f, row_tok, text = spans_mapped_serial(data, offsets, prog, pt.add_prefix_space, tok._classes, *at, raw4,
-                                           *amap[:2], *chars_, *model, tok._model.lead_spaces,
-                                           tok._model.trail_spaces, trim)
+    f, row_tok, text = spans_mapped_serial(data, offsets, tab, *chars_, prefix, trim)
     return text, f, row_tok
 
 
