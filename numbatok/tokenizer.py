@@ -15,6 +15,7 @@ from .backends import to_host
 from . import decoders, spec as _spec
 from .added_tokens import AddedTable
 from .encoding import Encoding, RaggedEncoding, Rows, array_module as _xp, row_lists, without_gc
+from ._numba import readonly_view as _readonly
 from .errors import InvalidInputError, NumbatokError
 from .kernels.word_cache import WordCache
 from .postprocess import Padding, Truncation, apply_template, pad, single_parts, trim_offsets, truncate_pair
@@ -376,9 +377,9 @@ class Tokenizer:
         if not seq or type_id is None or n >= cpu.SERIAL_CALL or (self.device != "cpu" and self._device_for(b) != "cpu"):
             return None
         self._run_checks()
-        ids = cpu._serial_ids(self, b.data, b.offsets, n)[0].tolist()
-        if add_special_tokens and (pre.shape[0] or post.shape[0]):
-            ids = pre.tolist() + ids + post.tolist()
+        if not add_special_tokens:
+            pre = post = cpu._NONE32
+        ids = cpu._serial_ids(self, b.data, b.offsets, n, pre, post)[0].tolist()
         return {"input_ids": ids, "token_type_ids": [type_id] * len(ids), "attention_mask": [1] * len(ids)}
 
     def _tokens(self, r, want_spans):
@@ -500,6 +501,15 @@ class Tokenizer:
         b = _batch.to_batch(texts)
         if not return_offsets and self._truncation is None and self._single_template()[0] and \
                 self._device_for(b) == "cpu":
+            cpu = _cpu()
+            off = b.offsets
+            total = int(off[-1]) - int(off[0])
+            if total < cpu.SERIAL_CALL:  # (one compiled step, the template's tokens in it)
+                self._run_checks()
+                _, pre, post, _, _ = self._single_template()
+                if not add_special_tokens:
+                    pre = post = cpu._NONE32
+                return RaggedEncoding(*cpu._serial_ids(self, _readonly(b.data), _readonly(off), total, pre, post))
             r = self._run(b, False)
             return RaggedEncoding(*self._add_specials(r["ids"], r["row_tok"], add_special_tokens))
         out = self._runs_assembled([b], add_special_tokens, return_offsets, self._truncation)

@@ -782,7 +782,7 @@ def test_small_calls_on_the_calling_thread_give_the_threaded_ids(name, docs, mon
     the normalizer's ASCII map in the same step where it applies) and adds its new words to the same
     cache: the reference's ids, cold and warm, and the same ids and cache as the threaded path on
     every row. Rows with added tokens (the fused loop after `scan_rest`), long words (scratch of
-    their own), empty rows, and calls at SERIAL_CALL's edge."""
+    their own), empty rows, and calls at SERIAL_CALL's edge; and with the template's tokens."""
     from numbatok.backends import cpu
     rng = np.random.default_rng(5)
     special = {"gpt2": "<|endoftext|>", "roberta-base": "<mask>"}.get(name, "[SEP]")
@@ -830,6 +830,12 @@ def test_small_calls_on_the_calling_thread_give_the_threaded_ids(name, docs, mon
     assert [threaded.encode_ragged(c, add_special_tokens=False).to_list() for c in calls] == want
     assert len(seen) + sum(fused) == small  # (no more small calls)
     assert _cached_words(tok._word_cache) == _cached_words(threaded._word_cache)
+    # with the template's tokens, which the small step writes itself (bert's [CLS] and [SEP],
+    # roberta-base's <s> and </s>): `encode_ragged` and `tok(text)`
+    monkeypatch.undo()
+    want = [[e.ids for e in ref.encode_batch(c)] for c in calls]
+    assert [tok.encode_ragged(c).to_list() for c in calls] == want
+    assert [tok(c[0])["input_ids"] for c in calls] == [w[0] for w in want]
 
 
 @pytest.mark.parametrize("name", SHIPPED)

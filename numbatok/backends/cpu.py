@@ -30,6 +30,7 @@ from ..pipeline import (compact_word, cut_at, piece_words, row_pieces, row_words
 
 _EMPTY_I64 = np.zeros(0, np.int64)
 _Z64, _Z32 = np.zeros(1, np.int64), np.zeros(1, np.int32)  # (stand-ins for the arrays of a normalizer not there)
+_NONE32 = np.zeros(0, np.int32)  # (no template tokens: the type `_single_template`'s arrays have)
 _R64 = np.zeros(1, np.int64)
 _R64.flags.writeable = False
 
@@ -890,8 +891,9 @@ def wordpiece_ids_mapped_serial(data, offsets, tab, cm, cd, pt_prefix, rec, idat
     if row_piece.shape[0] == 0:
         return np.empty((9, 0), np.int64), _EMPTY_I64, text, False
     normalized = row_piece.shape[0] > 0  # (a bool, not the literal True: `serial_ids` as Python calls it)
+    none = np.zeros(0, np.int32)
     ids, row_tok = serial_ids(text, readonly(pb[row_piece]), pb, pk, row_piece, normalized, tab, pt_prefix, rec, idata,
-                              kdata, state, lim, np.bool_(False))
+                              kdata, state, lim, np.bool_(False), none, none)
     f = np.empty((9, ids.shape[0]), np.int64)
     ok = wordpiece_spans_serial(data, offsets, text, row_word, ws, we, wv, wk, ias, iae, classes, ids, row_tok,
                                 tok_data, tok_offsets, affix, params, lead_tab, trail_tab, trim, 1, f)
@@ -1640,12 +1642,14 @@ SERIAL_CALL = 1 << 13  # a call of fewer bytes runs `serial_ids`, on the calling
 
 
 @cpu_kernel
-def serial_ids(text, text_off, pb, pk, row_piece, normalized, tab, pt_prefix, rec, idata, kdata, state, lim, ins):
+def serial_ids(text, text_off, pb, pk, row_piece, normalized, tab, pt_prefix, rec, idata, kdata, state, lim, ins, pre,
+               post):
     """(ids, row offsets) of a small call in one compiled step on the calling thread: the whole batch
     as one chunk through `scan_rest` (when `ins`) and `encode_ids_chunks`, compiled without threads,
     new words added within the room `open_inserts` reserved (state, lim).
     `encode_ids`'s planning, thread launches and gather were 60-110 us, most of a one-row call.
-    tab: the tokenizer's `address_table`."""
+    tab: the tokenizer's `address_table`; every row between the template's tokens pre and post (a
+    compiled call of their own was ~2 us of a one-row bert call)."""
     (pt_kind, classes, asc, first4, (at_data, at_off, at_ids, at_flags, at_first),
      (tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix, params),
      lead_tab, trail_tab, first4_raw, amap_off, amap_data) = tables(tab)
@@ -1669,15 +1673,27 @@ def serial_ids(text, text_off, pb, pk, row_piece, normalized, tab, pt_prefix, re
                                  chunk_cap, pt_kind, pt_prefix, classes, asc, first4, at_data, at_off, at_ids, at_flags,
                                  at_first, tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids,
                                  byte_fallback_ids, affix, params, rec, idata, kdata, out, row_ntok, resume, state, lim)
+    a, z = pre.shape[0], post.shape[0]
     row_off = np.empty(n + 1, np.int64)
     row_off[0] = 0
     for r in range(n):
-        row_off[r + 1] = row_off[r] + row_ntok[r]
-    return out[:row_off[n]].copy(), row_off
+        row_off[r + 1] = row_off[r] + row_ntok[r] + a + z
+    if a + z == 0:
+        return out[:row_off[n]].copy(), row_off
+    ids = np.empty(row_off[n], np.int32)
+    src = 0
+    for r in range(n):  # (each row's ids follow the last row's in `out`: one chunk)
+        o = row_off[r]
+        k = row_ntok[r]
+        ids[o:o + a] = pre
+        ids[o + a:o + a + k] = out[src:src + k]
+        ids[o + a + k:o + a + k + z] = post
+        src += k
+    return ids, row_off
 
 
 @cpu_kernel
-def mapped_serial_ids(data, offsets, tab, cm, cd, pt_prefix, rec, idata, kdata, state, lim, ins):
+def mapped_serial_ids(data, offsets, tab, cm, cd, pt_prefix, rec, idata, kdata, state, lim, ins, pre, post):
     """`serial_ids` of a small call to a tokenizer whose normalizer has an ASCII map, its rows
     normalized first (`mapped_rows`) in the same compiled step; empty row offsets when the maps do
     not cover some character. Two compiled calls and the Python between them were a fifth of a
@@ -1691,7 +1707,7 @@ def mapped_serial_ids(data, offsets, tab, cm, cd, pt_prefix, rec, idata, kdata, 
     if not normalized:
         return np.zeros(0, np.int32), pb[:0]
     return serial_ids(readonly(text), readonly(pb[row_piece]), pb, pk, row_piece, normalized, tab, pt_prefix, rec,
-                      idata, kdata, state, lim, ins)
+                      idata, kdata, state, lim, ins, pre, post)
 
 
 @cpu_kernel
@@ -1703,8 +1719,9 @@ def spans_ids_serial(data, offsets, tab, pt_prefix, rec, idata, kdata, state, li
      (tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix, params),
      lead_tab, trail_tab, first4_raw, amap_off, amap_data) = tables(tab)
     z64 = np.zeros(1, np.int64)
+    none = np.zeros(0, np.int32)
     ids, row_tok = serial_ids(data, offsets, z64, np.zeros(1, np.int32), z64, np.bool_(False), tab, pt_prefix, rec,
-                              idata, kdata, state, lim, ins)
+                              idata, kdata, state, lim, ins, none, none)
     f = np.empty((9, ids.shape[0]), np.int64)
     ok = spans_from_ids_serial(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first,
                                ids, row_tok, tok_offsets, lead_tab, trail_tab, trim, 1, f)
@@ -1899,9 +1916,10 @@ def _ids_consts(tok):
     return consts
 
 
-def _serial_ids(tok, data, offsets, total):
+def _serial_ids(tok, data, offsets, total, pre=_NONE32, post=_NONE32):
     """`encode_ids` of a call under SERIAL_CALL bytes: one compiled step on the calling thread, new words
-    added within the room `open_inserts` reserves (or run uncached while another call adds)."""
+    added within the room `open_inserts` reserves (or run uncached while another call adds); every
+    row between the template's tokens pre and post."""
     consts = _ids_consts(tok)
     pt, scan, bytewise, tab, amap = consts[0], consts[6], consts[7], consts[9], consts[10]
     ins = SCAN_REST and scan and bytewise
@@ -1912,15 +1930,15 @@ def _serial_ids(tok, data, offsets, total):
         norm = tok._norm
         if norm is None:
             return serial_ids(data, offsets, _Z64, _Z32, _Z64, False, tab[0], prefix, rec, idata, kdata, state, lim,
-                              ins)
+                              ins, pre, post)
         if amap is not None:
             ids, row_off = mapped_serial_ids(data, offsets, tab[0], *_known_chars(norm), prefix, rec, idata, kdata,
-                                             state, lim, ins)
+                                             state, lim, ins, pre, post)
             if row_off.shape[0]:
                 return ids, row_off
         text, pb, pk, row_piece = normalize_rows_ids(norm, data, offsets, consts[2], tok._classes, True)
         return serial_ids(_readonly(text), _readonly(pb[row_piece]), pb, pk, row_piece, True, tab[0], prefix, rec,
-                          idata, kdata, state, lim, ins)
+                          idata, kdata, state, lim, ins, pre, post)
     finally:
         cache.close_small(lim)
 
