@@ -555,7 +555,7 @@ def mapped_rows(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_fi
     """`normalize_rows` of a small call whose characters its normalizer maps one at a time (the ASCII
     map, then the char map: `char_map` has the whole BMP learned), in one compiled step: (text, pb,
     pk, row_piece, ias, iae), each byte a character maps to aligned to that character (with aligned;
-    else empty ias, iae), an added token's bytes to themselves; an empty row_piece when some
+    else empty ias, iae), an added token's bytes to their characters; an empty row_piece when some
     character is unknown or unsafe (the caller then takes the general way, which learns it). As
     Python and numpy steps this was ~50 us of a one-sentence bert call on a non-ASCII row."""
     row_piece, ps, pe, pk = serial_pieces(data, offsets, classes, at_data, at_off, at_ids, at_flags, at_first, first4)
@@ -832,13 +832,14 @@ piece_word_rows_serial = _twin(piece_word_rows)
 
 
 @cpu_kernel
-def mapped_words(data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first, first4,
-                 amap_off, amap_data, cm, cd):
+def mapped_words(data, offsets, tab, cm, cd, pt_prefix):
     """A small call's rows through a normalizer's ASCII and char maps (`mapped_rows`) and their words
     (`piece_word_rows`): (text, pb, pk, row_piece, ias, iae, row_word, ws, we, wv, wk); an empty
     row_piece when the maps do not cover some character."""
+    (pt_kind, classes, _, _, (at_data, at_off, at_ids, at_flags, at_first), _, _, _, first4_raw, amap_off,
+     amap_data) = tables(tab)
     text, pb, pk, row_piece, ias, iae = mapped_rows(data, offsets, classes, at_data, at_off, at_ids, at_flags,
-                                                    at_first, first4, amap_off, amap_data, cm, cd, np.bool_(True))
+                                                    at_first, first4_raw, amap_off, amap_data, cm, cd, np.bool_(True))
     text = readonly(text)  # (the types `_words` passes: one specialization of each step for every caller)
     counts = np.zeros(offsets.shape[0] - 1 if row_piece.shape[0] else 0, np.int64)
     if row_piece.shape[0]:
@@ -858,12 +859,9 @@ def spans_mapped_serial(data, offsets, tab, cm, cd, pt_prefix, trim):
     """`spans_serial` of a small call with a normalizer that maps text character by character
     (`Normalizer.ascii_map`, `Normalizer.char_map`: cm, cd): (fields, row_tok, normalized text), or
     empty row_tok when the maps do not cover some character (the caller takes the general way)."""
-    (pt_kind, classes, asc, first4, (at_data, at_off, at_ids, at_flags, at_first),
-     (tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix, params),
-     lead_tab, trail_tab, first4_raw, amap_off, amap_data) = tables(tab)
-    text, pb, pk, row_piece, ias, iae, row_word, ws, we, wv, wk = mapped_words(
-        data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first, first4_raw, amap_off,
-        amap_data, cm, cd)
+    (_, classes, _, _, _, (tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix,
+                           params), lead_tab, trail_tab, _, _, _) = tables(tab)
+    text, pb, pk, row_piece, ias, iae, row_word, ws, we, wv, wk = mapped_words(data, offsets, tab, cm, cd, pt_prefix)
     if row_piece.shape[0] == 0:
         return np.empty((9, 0), np.int64), _EMPTY_I64, text
     n = offsets.shape[0] - 1
@@ -882,12 +880,9 @@ def wordpiece_ids_mapped_serial(data, offsets, tab, cm, cd, pt_prefix, rec, idat
     one walk over its words (`wordpiece_spans`): (fields, row_tok, normalized text, ok), or empty
     row_tok when the maps do not cover some character. The model on every word was most of a
     paragraph's `encode`."""
-    (pt_kind, classes, asc, first4, (at_data, at_off, at_ids, at_flags, at_first),
-     (tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix, params),
-     lead_tab, trail_tab, first4_raw, amap_off, amap_data) = tables(tab)
-    text, pb, pk, row_piece, ias, iae, row_word, ws, we, wv, wk = mapped_words(
-        data, offsets, pt_kind, pt_prefix, classes, at_data, at_off, at_ids, at_flags, at_first, first4_raw, amap_off,
-        amap_data, cm, cd)
+    (_, classes, _, _, _, (tok_data, tok_offsets, _, _, _, _, _, affix, params), lead_tab, trail_tab, _, _,
+     _) = tables(tab)
+    text, pb, pk, row_piece, ias, iae, row_word, ws, we, wv, wk = mapped_words(data, offsets, tab, cm, cd, pt_prefix)
     if row_piece.shape[0] == 0:
         return np.empty((9, 0), np.int64), _EMPTY_I64, text, False
     normalized = row_piece.shape[0] > 0  # (a bool, not the literal True: `serial_ids` as Python calls it)
