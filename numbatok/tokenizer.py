@@ -374,7 +374,8 @@ class Tokenizer:
         type_id = with_specials if add_special_tokens else alone
         cpu = _cpu()
         n = b.data.shape[0]
-        if not seq or type_id is None or n >= cpu.SERIAL_CALL or (self.device != "cpu" and self._device_for(b) != "cpu"):
+        if not seq or type_id is None or not cpu.serial_ids_call(n) or \
+                (self.device != "cpu" and self._device_for(b) != "cpu"):
             return None
         self._run_checks()
         if not add_special_tokens:
@@ -504,7 +505,7 @@ class Tokenizer:
             cpu = _cpu()
             off = b.offsets
             total = int(off[-1]) - int(off[0])
-            if total < cpu.SERIAL_CALL:  # (one compiled step, the template's tokens in it)
+            if cpu.serial_ids_call(total):  # (one compiled step, the template's tokens in it)
                 self._run_checks()
                 _, pre, post, _, _ = self._single_template()
                 if not add_special_tokens:

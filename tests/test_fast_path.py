@@ -778,11 +778,11 @@ def test_small_wordpiece_encode_takes_its_offsets_from_the_word_cache(name, docs
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_small_calls_on_the_calling_thread_give_the_threaded_ids(name, docs, monkeypatch):
-    """A call under SERIAL_CALL bytes runs `serial_ids` (the same loops compiled without threads; after
+    """A small ids call (`serial_ids_call`) runs `serial_ids` (the same loops compiled without threads; after
     the normalizer's ASCII map in the same step where it applies) and adds its new words to the same
     cache: the reference's ids, cold and warm, and the same ids and cache as the threaded path on
     every row. Rows with added tokens (the fused loop after `scan_rest`), long words (scratch of
-    their own), empty rows, and calls at SERIAL_CALL's edge; and with the template's tokens."""
+    their own), empty rows, and calls at the limit's edge; and with the template's tokens."""
     from numbatok.backends import cpu
     rng = np.random.default_rng(5)
     special = {"gpt2": "<|endoftext|>", "roberta-base": "<mask>"}.get(name, "[SEP]")
@@ -791,13 +791,14 @@ def test_small_calls_on_the_calling_thread_give_the_threaded_ids(name, docs, mon
     rows = ["".join(rng.choice(pieces, rng.integers(0, 12))) for _ in range(400)]
     rows += ["", "y" * 1500, docs[0]] + docs[1:60]
     cut = [0]
-    while cut[-1] < len(rows):  # calls of 1 to 9 rows, and one of about SERIAL_CALL bytes
+    while cut[-1] < len(rows):  # calls of 1 to 9 rows, and two at the limit's edge
         cut.append(cut[-1] + int(rng.integers(1, 10)))
     calls = [rows[a:b] for a, b in zip(cut[:-1], cut[1:])]
+    limit = int(cpu.IDS_SERIAL_SCALE * cpu.SERIAL_CALL)  # (`serial_ids_call`'s)
     edge = [r for r in docs if 200 < len(r.encode()) < 2000][:40]
-    while len("".join(edge).encode()) >= cpu.SERIAL_CALL:
+    while len("".join(edge).encode()) >= limit:
         edge.pop()
-    calls += [edge, edge + ["z" * (cpu.SERIAL_CALL - len("".join(edge).encode()))]]
+    calls += [edge, edge + ["z" * (limit - len("".join(edge).encode()))]]
     ref = reference_tok(name)
     want = [[e.ids for e in ref.encode_batch(c, add_special_tokens=False)] for c in calls]
     seen, fused = [], []  # (fused: whether the normalizer's one step took the call, or handed it back)
@@ -814,7 +815,7 @@ def test_small_calls_on_the_calling_thread_give_the_threaded_ids(name, docs, mon
     monkeypatch.setattr(cpu, "serial_ids", lambda *a: seen.append(1) or serial(*a))
     monkeypatch.setattr(cpu, "mapped_serial_ids", mapped_step)
     tok = numbatok.Tokenizer.from_pretrained(name, device="cpu")
-    small = len(calls) - 1  # (every call but the one of SERIAL_CALL bytes)
+    small = len(calls) - 1  # (every call but the one at the limit)
     for cold in (True, False):
         seen.clear()
         fused.clear()

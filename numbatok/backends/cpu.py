@@ -1633,7 +1633,17 @@ def scan_rest(c0, c1, text, text_off, chunk_row, asc, first4, at_data, at_off, a
 
 scan_rest_serial = _twin(scan_rest)
 encode_ids_chunks_serial = _twin(encode_ids_chunks)
-SERIAL_CALL = 1 << 13  # a call of fewer bytes runs `serial_ids`, on the calling thread
+SERIAL_CALL = 1 << 13  # a call of fewer bytes runs on the calling thread (`serial_ids`, the spans' serial steps)
+# An ids-only call does less work a byte than one with offsets, so waking the threads pays only at a
+# larger size: on two threads it runs `serial_ids` up to 1.5x SERIAL_CALL (0.62-0.98x the threaded
+# time at 12 KB, 0.99-1.24x at 16 KB; offsets calls of gpt2 were 1.08-1.25x at 12 KB). With more
+# threads the threaded side divides the bytes wider; not measured there, so SERIAL_CALL.
+IDS_SERIAL_SCALE = 1.5 if numba.config.NUMBA_NUM_THREADS <= 2 else 1.0
+
+
+def serial_ids_call(total):
+    """Whether an ids-only call of `total` bytes runs `serial_ids` on the calling thread."""
+    return total < IDS_SERIAL_SCALE * SERIAL_CALL
 
 
 @cpu_kernel
@@ -1912,7 +1922,7 @@ def _ids_consts(tok):
 
 
 def _serial_ids(tok, data, offsets, total, pre=_NONE32, post=_NONE32):
-    """`encode_ids` of a call under SERIAL_CALL bytes: one compiled step on the calling thread, new words
+    """`encode_ids` of a small call (`serial_ids_call`): one compiled step on the calling thread, new words
     added within the room `open_inserts` reserves (or run uncached while another call adds); every
     row between the template's tokens pre and post."""
     consts = _ids_consts(tok)
@@ -1989,7 +1999,7 @@ def encode_ids(tok, b, segment=True):
     data, offsets = _readonly(b.data), _readonly(b.offsets)
     n = offsets.shape[0] - 1
     total = int(offsets[n]) - int(offsets[0])
-    if total < SERIAL_CALL:
+    if serial_ids_call(total):
         return _serial_ids(tok, data, offsets, total)
     threads = numba.get_num_threads()
     seg = max(total // (8 * threads), 1 << 16)
