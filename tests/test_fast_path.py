@@ -196,13 +196,20 @@ def test_cached_ids_of_a_vocabulary_over_65536_ids(docs, tmp_path):
 
 @pytest.mark.parametrize("name", ["roberta-base", "bert-base-uncased"])
 def test_threads_share_one_tokenizer(docs, name):
-    """Threads share the word cache and (bert) the normalizer's char map, both filled as they go."""
+    """Threads share the word cache and (bert) the normalizer's char map, both filled as they go, in
+    large calls and in small ones."""
     tok = numbatok.Tokenizer.from_pretrained(name, device="cpu")
     parts = [docs[i::6] for i in range(6)]
     with ThreadPoolExecutor(3) as pool:
         got = list(pool.map(lambda p: tok.encode_ragged(p).to_list(), parts))
     ref = reference_tok(name)
     assert got == [[e.ids for e in ref.encode_batch(p)] for p in parts]
+    # small calls, each one compiled step: rows that are not ASCII, each with a character the char map
+    # has not learned (one thread learns it while the others' steps read the map)
+    rows = [d[:300] + " café " + chr(0x1F300 + i) for i, d in enumerate(docs[:240])]
+    with ThreadPoolExecutor(3) as pool:
+        got = list(pool.map(lambda r: (tok.encode_ragged([r]).to_list()[0], tok.encode(r).offsets), rows))
+    assert got == [(e.ids, e.offsets) for e in ref.encode_batch(rows)]
 
 
 def test_empty_rows_and_batches():
