@@ -500,14 +500,13 @@ class Tokenizer:
         ids (-1 where the reference has None).
         """
         b = _batch.to_batch(texts)
-        if not return_offsets and self._truncation is None and self._single_template()[0] and \
-                self._device_for(b) == "cpu":
+        seq, pre, post, _, _ = self._single_template()
+        if not return_offsets and self._truncation is None and seq and self._device_for(b) == "cpu":
             cpu = _cpu()
             off = b.offsets
             total = int(off[-1]) - int(off[0])
             if cpu.serial_ids_call(total):  # (one compiled step, the template's tokens in it)
                 self._run_checks()
-                _, pre, post, _, _ = self._single_template()
                 if not add_special_tokens:
                     pre = post = cpu._NONE32
                 return RaggedEncoding(*cpu._serial_ids(self, _readonly(b.data), _readonly(off), total, pre, post))

@@ -503,7 +503,6 @@ def _char_mapped(norm, data, rows, row_piece, ps, pe, pk, pb, on):
 
 
 split_pieces_serial = _twin(split_pieces)
-merge_pieces_serial = _twin(merge_pieces)
 
 
 @cpu_kernel
