@@ -505,7 +505,7 @@ class Tokenizer:
             cpu = _cpu()
             off = b.offsets
             total = int(off[-1]) - int(off[0])
-            if cpu.serial_ids_call(total):  # (one compiled step, the template's tokens in it)
+            if cpu.small_ids_call(self, total, off.shape[0] - 1):  # (one compiled step, the template's tokens in it)
                 self._run_checks()
                 if not add_special_tokens:
                     pre = post = cpu._NONE32

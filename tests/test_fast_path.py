@@ -834,6 +834,7 @@ def test_small_calls_on_the_calling_thread_give_the_threaded_ids(name, docs, mon
             # back, making the char map, and the first with the emoji, learning it; warm, none did)
             assert len(fused) == small and (0 < small - sum(fused) <= 2 if cold else sum(fused) == small)
     monkeypatch.setattr(cpu, "SERIAL_CALL", 0)
+    monkeypatch.setattr(cpu, "SPLIT_MAX", 0)
     threaded = numbatok.Tokenizer.from_pretrained(name, device="cpu")
     assert [threaded.encode_ragged(c, add_special_tokens=False).to_list() for c in calls] == want
     assert len(seen) + sum(fused) == small  # (no more small calls)
@@ -844,6 +845,58 @@ def test_small_calls_on_the_calling_thread_give_the_threaded_ids(name, docs, mon
     want = [[e.ids for e in ref.encode_batch(c)] for c in calls]
     assert [tok.encode_ragged(c).to_list() for c in calls] == want
     assert [tok(c[0])["input_ids"] for c in calls] == [w[0] for w in want]
+
+
+@pytest.mark.parametrize("name", ["gpt2", "roberta-base"])
+def test_calls_split_over_two_threads_give_the_threaded_ids(name, docs, monkeypatch):
+    """An ids call between the serial limit and SPLIT_MAX, of rows without normalizer, on two threads
+    runs `split_ids` (its rows in two chunks, one a thread, new words added by both): the reference's
+    ids, cold and warm, and the same ids and cache as the threaded path. Calls of even and uneven
+    halves, added tokens, long words, one row much longer than the rest, and at both edges."""
+    import numba
+    from numbatok.backends import cpu
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("one thread")
+    saved = numba.get_num_threads()
+    numba.set_num_threads(2)
+    try:
+        rng = np.random.default_rng(11)
+        special = {"gpt2": "<|endoftext|>", "roberta-base": "<mask>"}[name]
+        pieces = [" the", " and", "'s", " naïve", "日本", "\xa0", "\n\n", "  ", "123", ".", special, "x" * 300,
+                  "\U0001F44D", "e\u0301"]
+        limit = int(cpu.IDS_SERIAL_SCALE * cpu.SERIAL_CALL)
+        paras = [d for d in docs if 200 < len(d.encode()) < 3000]
+        calls = []
+        for size in (limit - 1, limit, 2 * limit, cpu.SPLIT_MAX - 1):  # (the first under the serial limit)
+            rows, n = [], 0
+            while n < size:
+                r = paras[int(rng.integers(len(paras)))] if rng.random() < 0.7 else \
+                    "".join(rng.choice(pieces, rng.integers(1, 40)))
+                r = r.encode()[:size - n].decode(errors="ignore") or "z"
+                rows.append(r)
+                n += len(r.encode())
+            calls.append(rows)
+        calls.append(["w" * (limit + 10)] + ["a b"])  # (one row nearly all of it: one chunk does the work)
+        ref = reference_tok(name)
+        want = [[e.ids for e in ref.encode_batch(c, add_special_tokens=False)] for c in calls]
+        split = cpu.split_ids
+        ran = []
+        numbatok.Tokenizer.from_pretrained(name, device="cpu").encode_ragged(calls[0], add_special_tokens=False)
+        monkeypatch.setattr(cpu, "split_ids", lambda *a: ran.append(a[-1]) or split(*a))
+        tok = numbatok.Tokenizer.from_pretrained(name, device="cpu")
+        for _ in ("cold", "warm"):
+            ran.clear()
+            assert [tok.encode_ragged(c, add_special_tokens=False).to_list() for c in calls] == want
+            assert ran == [2] * (len(calls) - 1)
+        monkeypatch.setattr(cpu, "SPLIT_MAX", 0)
+        threaded = numbatok.Tokenizer.from_pretrained(name, device="cpu")
+        assert [threaded.encode_ragged(c, add_special_tokens=False).to_list() for c in calls] == want
+        assert _cached_words(tok._word_cache) == _cached_words(threaded._word_cache)
+        monkeypatch.undo()
+        assert [tok.encode_ragged(c).to_list() for c in calls] == \
+            [[e.ids for e in ref.encode_batch(c)] for c in calls]
+    finally:
+        numba.set_num_threads(saved)
 
 
 @pytest.mark.parametrize("name", SHIPPED)

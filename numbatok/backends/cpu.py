@@ -1669,6 +1669,7 @@ def scan_rest(c0, c1, text, text_off, chunk_row, asc, first4, at_data, at_off, a
                 row_ntok[r] = pos - start
 
 
+cached_prefix_serial = _twin(cached_prefix)
 scan_rest_serial = _twin(scan_rest)
 encode_ids_chunks_serial = _twin(encode_ids_chunks)
 SERIAL_CALL = 1 << 13  # a call of fewer bytes runs on the calling thread (`serial_ids`, the spans' serial steps)
@@ -1684,12 +1685,103 @@ def serial_ids_call(total):
     return total < IDS_SERIAL_SCALE * SERIAL_CALL
 
 
+# On two threads an ids-only call of rows without normalizer, up to this many bytes, runs `split_ids`:
+# one launch, not `encode_ids`' planning, waves and gather (gpt2, 13 and 35 KB of big.txt paragraphs:
+# 0.70-0.76x and 0.85-0.94x the time). Under the serial limit one thread is faster still: the launch of
+# a kernel that hands its threads ~40 arrays costs ~7-18 us. More threads: not measured, so not used.
+SPLIT_MAX = 1 << 15
+
+
+def small_ids_call(tok, total, rows):
+    """Whether an ids-only call runs in one compiled step (`_serial_ids`): on the calling thread
+    (`serial_ids_call`), or on two threads (`split_ids`, SPLIT_MAX)."""
+    return serial_ids_call(total) or (total < SPLIT_MAX and rows > 1 and tok._norm is None
+                                      and numba.get_num_threads() == 2)
+
+
+@jitable(_nrt=True)
+def chunk_ids(c, text, text_off, pb, pk, row_piece, normalized, chunk_row, chunk_cap, pt_kind, pt_prefix, classes, asc,
+              first4, at_data, at_off, at_ids, at_flags, at_first, tok_data, tok_offsets, vocab_slots, merges,
+              byte_pairs, byte_ids, byte_fallback_ids, affix, params, rec, idata, kdata, out, row_ntok, resume, state,
+              lim, ins):
+    """Chunk c's ids on this thread (rows chunk_row[c] to chunk_row[c + 1] - 1, from out[chunk_cap[c]]): its
+    cached words through the lean loop, then `scan_rest` (when `ins`) and `encode_ids_chunks` from where
+    the one before stopped, as `encode_ids` runs a wave; new words added within the room (state, lim)."""
+    cr = chunk_row[c:c + 2]
+    cc = chunk_cap[c:c + 2]
+    rs = resume[c:c + 1]
+    rs[0, 0], rs[0, 1], rs[0, 2], rs[0, 3] = cr[0], text_off[cr[0]], cc[0], cc[0]
+    if ins and not normalized and not pt_prefix:
+        cached_prefix_serial(text, text_off, cr, cc, asc, first4, at_data, at_off, at_flags, classes, rec, idata,
+                             kdata, out, row_ntok, rs, 1)
+    if ins and rs[0, 0] < cr[1]:
+        scan_rest_serial(0, 1, text, text_off, cr, asc, first4, at_data, at_off, at_flags, classes, rec, idata,
+                         kdata, out, row_ntok, rs, 1, tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
+                         byte_ids, byte_fallback_ids, affix, params, state, lim)
+    if rs[0, 0] < cr[1]:
+        encode_ids_chunks_serial(0, 1, np.arange(2), text, text_off, pb, pk, row_piece, normalized, cr, cc, pt_kind,
+                                 pt_prefix, classes, asc, first4, at_data, at_off, at_ids, at_flags, at_first,
+                                 tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids,
+                                 affix, params, rec, idata, kdata, out, row_ntok, rs, state, lim)
+
+
+
+@jitable(_nrt=True)
+def call_chunks(text_off, parts, prefix):
+    """(chunk_row, chunk_cap) of a small call cut into `parts` chunks of whole rows, of about equal bytes,
+    each with room for its worst-case ids (+ 3: a cached word's up to three ids are stored
+    unconditionally, past the chunk's last id too)."""
+    n = text_off.shape[0] - 1
+    total = text_off[n] - text_off[0]
+    chunk_row = np.empty(parts + 1, np.int64)
+    chunk_row[0] = 0
+    k = 1
+    for q in range(1, parts):
+        r = np.searchsorted(text_off, text_off[0] + q * total // parts)
+        if chunk_row[k - 1] < r < n:
+            chunk_row[k] = r
+            k += 1
+    chunk_row[k] = n
+    chunk_row = chunk_row[:k + 1]
+    chunk_cap = np.empty(k + 1, np.int64)
+    chunk_cap[0] = 0
+    for c in range(k):
+        nbytes = text_off[chunk_row[c + 1]] - text_off[chunk_row[c]]
+        chunk_cap[c + 1] = chunk_cap[c] + nbytes * (2 if prefix else 1) + chunk_row[c + 1] - chunk_row[c] + 3
+    return chunk_row, chunk_cap
+
+
+@jitable(_nrt=True)
+def assemble(out, chunk_row, chunk_cap, row_ntok, pre, post):
+    """(ids, row offsets): every chunk's ids from its room in `out`, each row between the template's
+    tokens pre and post."""
+    n = row_ntok.shape[0]
+    a, z = pre.shape[0], post.shape[0]
+    row_off = np.empty(n + 1, np.int64)
+    row_off[0] = 0
+    for r in range(n):
+        row_off[r + 1] = row_off[r] + row_ntok[r] + a + z
+    if a + z == 0 and chunk_row.shape[0] == 2:
+        return out[:row_off[n]].copy(), row_off
+    ids = np.empty(row_off[n], np.int32)
+    for c in range(chunk_row.shape[0] - 1):
+        src = chunk_cap[c]
+        for r in range(chunk_row[c], chunk_row[c + 1]):  # (each row's ids follow the last row's in its chunk)
+            o = row_off[r]
+            k = row_ntok[r]
+            ids[o:o + a] = pre
+            ids[o + a:o + a + k] = out[src:src + k]
+            ids[o + a + k:o + a + k + z] = post
+            src += k
+    return ids, row_off
+
+
 @cpu_kernel
 def serial_ids(text, text_off, pb, pk, row_piece, normalized, tab, pt_prefix, rec, idata, kdata, state, lim, ins, pre,
                post):
     """(ids, row offsets) of a small call in one compiled step on the calling thread: the whole batch
-    as one chunk through `scan_rest` (when `ins`) and `encode_ids_chunks`, compiled without threads,
-    new words added within the room `open_inserts` reserved (state, lim).
+    as one chunk (`chunk_ids`), compiled without threads, new words added within the room
+    `open_inserts` reserved (state, lim).
     `encode_ids`'s planning, thread launches and gather were 60-110 us, most of a one-row call.
     tab: the tokenizer's `address_table`; every row between the template's tokens pre and post (a
     compiled call of their own was ~2 us of a one-row bert call)."""
@@ -1697,42 +1789,37 @@ def serial_ids(text, text_off, pb, pk, row_piece, normalized, tab, pt_prefix, re
      (tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix, params),
      lead_tab, trail_tab, first4_raw, amap_off, amap_data) = tables(tab)
     n = text_off.shape[0] - 1
-    cap = (text_off[n] - text_off[0]) * (2 if pt_prefix else 1) + n + 3
-    out = np.empty(cap, np.int32)
+    chunk_row, chunk_cap = call_chunks(text_off, 1, pt_prefix)
+    out = np.empty(chunk_cap[-1], np.int32)
     row_ntok = np.zeros(n, np.int64)
-    chunk_row = np.empty(2, np.int64)
-    chunk_row[0], chunk_row[1] = 0, n
-    chunk_cap = np.empty(2, np.int64)
-    chunk_cap[0], chunk_cap[1] = 0, cap
-    group_chunk = np.arange(2)
     resume = np.empty((1, 4), np.int64)
-    resume[0, 0], resume[0, 1], resume[0, 2], resume[0, 3] = 0, text_off[0], 0, 0
-    if ins:
-        scan_rest_serial(0, 1, text, text_off, chunk_row, asc, first4, at_data, at_off, at_flags, classes, rec, idata,
-                         kdata, out, row_ntok, resume, 1, tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
-                         byte_ids, byte_fallback_ids, affix, params, state, lim)
-    if resume[0, 0] < n:
-        encode_ids_chunks_serial(0, 1, group_chunk, text, text_off, pb, pk, row_piece, normalized, chunk_row,
-                                 chunk_cap, pt_kind, pt_prefix, classes, asc, first4, at_data, at_off, at_ids, at_flags,
-                                 at_first, tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids,
-                                 byte_fallback_ids, affix, params, rec, idata, kdata, out, row_ntok, resume, state, lim)
-    a, z = pre.shape[0], post.shape[0]
-    row_off = np.empty(n + 1, np.int64)
-    row_off[0] = 0
-    for r in range(n):
-        row_off[r + 1] = row_off[r] + row_ntok[r] + a + z
-    if a + z == 0:
-        return out[:row_off[n]].copy(), row_off
-    ids = np.empty(row_off[n], np.int32)
-    src = 0
-    for r in range(n):  # (each row's ids follow the last row's in `out`: one chunk)
-        o = row_off[r]
-        k = row_ntok[r]
-        ids[o:o + a] = pre
-        ids[o + a:o + a + k] = out[src:src + k]
-        ids[o + a + k:o + a + k + z] = post
-        src += k
-    return ids, row_off
+    chunk_ids(0, text, text_off, pb, pk, row_piece, normalized, chunk_row, chunk_cap, pt_kind, pt_prefix, classes, asc,
+              first4, at_data, at_off, at_ids, at_flags, at_first, tok_data, tok_offsets, vocab_slots, merges,
+              byte_pairs, byte_ids, byte_fallback_ids, affix, params, rec, idata, kdata, out, row_ntok, resume, state,
+              lim, ins)
+    return assemble(out, chunk_row, chunk_cap, row_ntok, pre, post)
+
+
+@cpu_kernel(parallel=True)
+def split_ids(text, text_off, pb, pk, row_piece, normalized, tab, pt_prefix, rec, idata, kdata, state, lim, ins, pre,
+              post, parts):
+    """`serial_ids` of a call too large for one thread yet too small for `encode_ids`' planning and
+    waves: its rows in `parts` chunks of about equal bytes, one a thread, in one launch."""
+    (pt_kind, classes, asc, first4, (at_data, at_off, at_ids, at_flags, at_first),
+     (tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix, params),
+     lead_tab, trail_tab, first4_raw, amap_off, amap_data) = tables(tab)
+    n = text_off.shape[0] - 1
+    chunk_row, chunk_cap = call_chunks(text_off, parts, pt_prefix)
+    k = chunk_row.shape[0] - 1
+    out = np.empty(chunk_cap[k], np.int32)
+    row_ntok = np.zeros(n, np.int64)
+    resume = np.empty((k, 4), np.int64)
+    for c in prange(k):
+        chunk_ids(c, text, text_off, pb, pk, row_piece, normalized, chunk_row, chunk_cap, pt_kind, pt_prefix, classes,
+                  asc, first4, at_data, at_off, at_ids, at_flags, at_first, tok_data, tok_offsets, vocab_slots,
+                  merges, byte_pairs, byte_ids, byte_fallback_ids, affix, params, rec, idata, kdata, out, row_ntok,
+                  resume, state, lim, ins)
+    return assemble(out, chunk_row, chunk_cap, row_ntok, pre, post)
 
 
 @cpu_kernel
@@ -1972,6 +2059,9 @@ def _serial_ids(tok, data, offsets, total, pre=_NONE32, post=_NONE32):
     try:
         norm = tok._norm
         if norm is None:
+            if not serial_ids_call(total):  # (`small_ids_call`'s larger calls)
+                return split_ids(data, offsets, _Z64, _Z32, _Z64, False, tab[0], prefix, rec, idata, kdata, state, lim,
+                                 ins, pre, post, numba.get_num_threads())
             return serial_ids(data, offsets, _Z64, _Z32, _Z64, False, tab[0], prefix, rec, idata, kdata, state, lim,
                               ins, pre, post)
         if amap is not None:
@@ -2037,7 +2127,7 @@ def encode_ids(tok, b, segment=True):
     data, offsets = _readonly(b.data), _readonly(b.offsets)
     n = offsets.shape[0] - 1
     total = int(offsets[n]) - int(offsets[0])
-    if serial_ids_call(total):
+    if small_ids_call(tok, total, n):
         return _serial_ids(tok, data, offsets, total)
     threads = numba.get_num_threads()
     seg = max(total // (8 * threads), 1 << 16)
