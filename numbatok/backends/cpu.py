@@ -1725,7 +1725,6 @@ def chunk_ids(c, text, text_off, pb, pk, row_piece, normalized, chunk_row, chunk
                                  affix, params, rec, idata, kdata, out, row_ntok, rs, state, lim)
 
 
-
 @jitable(_nrt=True)
 def call_chunks(text_off, parts, prefix):
     """(chunk_row, chunk_cap) of a small call cut into `parts` chunks of whole rows, of about equal bytes,
