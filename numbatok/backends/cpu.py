@@ -1726,10 +1726,22 @@ def chunk_ids(c, text, text_off, pb, pk, row_piece, normalized, chunk_row, chunk
 
 
 @jitable(_nrt=True)
+def chunk_rooms(text_off, chunk_row, prefix):
+    """chunk_cap: where each chunk's ids start in the output, with room for its worst case: two ids a
+    byte with a prefix space (one without), one more a row, and 3 past its last id (a cached word's
+    up to three ids are stored unconditionally)."""
+    k = chunk_row.shape[0]
+    chunk_cap = np.empty(k, np.int64)
+    chunk_cap[0] = 0
+    for c in range(k - 1):
+        nbytes = text_off[chunk_row[c + 1]] - text_off[chunk_row[c]]
+        chunk_cap[c + 1] = chunk_cap[c] + nbytes * (2 if prefix else 1) + chunk_row[c + 1] - chunk_row[c] + 3
+    return chunk_cap
+
+
+@jitable(_nrt=True)
 def call_chunks(text_off, parts, prefix):
-    """(chunk_row, chunk_cap) of a small call cut into `parts` chunks of whole rows, of about equal bytes,
-    each with room for its worst-case ids (+ 3: a cached word's up to three ids are stored
-    unconditionally, past the chunk's last id too)."""
+    """(chunk_row, chunk_cap) of a small call cut into `parts` chunks of whole rows, of about equal bytes."""
     n = text_off.shape[0] - 1
     total = text_off[n] - text_off[0]
     chunk_row = np.empty(parts + 1, np.int64)
@@ -1742,12 +1754,7 @@ def call_chunks(text_off, parts, prefix):
             k += 1
     chunk_row[k] = n
     chunk_row = chunk_row[:k + 1]
-    chunk_cap = np.empty(k + 1, np.int64)
-    chunk_cap[0] = 0
-    for c in range(k):
-        nbytes = text_off[chunk_row[c + 1]] - text_off[chunk_row[c]]
-        chunk_cap[c + 1] = chunk_cap[c] + nbytes * (2 if prefix else 1) + chunk_row[c + 1] - chunk_row[c] + 3
-    return chunk_row, chunk_cap
+    return chunk_row, chunk_rooms(text_off, chunk_row, prefix)
 
 
 @jitable(_nrt=True)
@@ -1891,12 +1898,7 @@ def plan_chunks(text_off, threads, prefix):
         k += 1
     chunk_row = chunk_row[:k].copy()
     n_chunks = k - 1
-    chunk_cap = np.empty(k, np.int64)
-    chunk_cap[0] = 0
-    for c in range(n_chunks):
-        # (+ 3: a cached word's up to three ids are stored unconditionally, past the chunk's last id too)
-        nbytes = text_off[chunk_row[c + 1]] - text_off[chunk_row[c]]
-        chunk_cap[c + 1] = chunk_cap[c] + nbytes * (2 if prefix else 1) + chunk_row[c + 1] - chunk_row[c] + 3
+    chunk_cap = chunk_rooms(text_off, chunk_row, prefix)
     waves = np.empty(4, np.int64)
     waves[0] = 0
     nw = 1
