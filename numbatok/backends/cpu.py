@@ -21,8 +21,8 @@ from ..kernels.dedup import distinct_words, word_hashes
 from ..kernels.utf8 import decode, seq_len
 from ..normalizers.char_map import UNKNOWN, marked
 from ..normalizers.unicode_data import NCP
-from ..kernels.word_cache import (KEY_BYTES, LONG_BYTES, MAX_IDS, Spare, copy_ids, hash_long, home, insert_word,
-                                  key_hash, pack_key, probe, probe_long)
+from ..kernels.word_cache import (COPY_IDS, KEY_BYTES, LONG_BYTES, MAX_IDS, Spare, copy_ids, hash_long, home,
+                                  insert_word, key_hash, pack_key, probe, probe_long)
 from .. import unicode_tables
 from ..kernels.lines import load8
 from ..pipeline import (compact_word, cut_at, piece_words, row_pieces, row_words, space_counts, store_tokens,
@@ -1728,14 +1728,14 @@ def chunk_ids(c, text, text_off, pb, pk, row_piece, normalized, chunk_row, chunk
 @jitable(_nrt=True)
 def chunk_rooms(text_off, chunk_row, prefix):
     """chunk_cap: where each chunk's ids start in the output, with room for its worst case: two ids a
-    byte with a prefix space (one without), one more a row, and 3 past its last id (a cached word's
-    up to three ids are stored unconditionally)."""
+    byte with a prefix space (one without), one more a row, and COPY_IDS past its last id (`copy_ids`
+    stores a cached word's ids as one block)."""
     k = chunk_row.shape[0]
     chunk_cap = np.empty(k, np.int64)
     chunk_cap[0] = 0
     for c in range(k - 1):
         nbytes = text_off[chunk_row[c + 1]] - text_off[chunk_row[c]]
-        chunk_cap[c + 1] = chunk_cap[c] + nbytes * (2 if prefix else 1) + chunk_row[c + 1] - chunk_row[c] + 3
+        chunk_cap[c + 1] = chunk_cap[c] + nbytes * (2 if prefix else 1) + chunk_row[c + 1] - chunk_row[c] + COPY_IDS
     return chunk_cap
 
 

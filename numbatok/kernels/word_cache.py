@@ -204,10 +204,14 @@ def cached_ids(v, idata, out, pos):
     return k
 
 
-@jitable
+COPY_IDS = 8  # ids `copy_ids` stores as one block
+
+
+@jitable(inline="always")
 def copy_ids(v, idata, out, pos):
-    """`cached_ids` for the CPU loops, whose output has room for 3 ids past any word's: a record's
-    inline ids are stored without a loop or a count test (one branch a word less to mispredict)."""
+    """`cached_ids` for the CPU loops, whose output has room for COPY_IDS ids past any word's: inline
+    ids, and up to COPY_IDS ids from `idata`, are stored without a loop or a count test (a branch a
+    word less to mispredict: a quarter of the UDHR's words read theirs from `idata`)."""
     if v & INLINE:
         if v & PACK16:
             out[pos] = np.int32((v >> np.uint64(16)) & np.uint64(0xFFFF))
@@ -217,7 +221,15 @@ def copy_ids(v, idata, out, pos):
             out[pos] = np.int32((v >> np.uint64(16)) & ID_MASK)
             out[pos + 1] = np.int32(v >> np.uint64(40))
         return np.int64((v >> np.uint64(8)) & np.uint64(63))
-    return cached_ids(v, idata, out, pos)
+    k = np.int64((v >> np.uint64(8)) & np.uint64(127))
+    p0 = np.int64(v >> np.uint64(16))
+    if k <= COPY_IDS and p0 + COPY_IDS <= idata.shape[0]:
+        for q in range(COPY_IDS):
+            out[pos + q] = idata[p0 + q]
+        return k
+    for q in range(k):
+        out[pos + q] = idata[p0 + q]
+    return k
 
 
 BUSY = np.uint64(2)  # a slot being written (never a hash: bit 0 of every hash is 1)
