@@ -1685,18 +1685,20 @@ def serial_ids_call(total):
     return total < IDS_SERIAL_SCALE * SERIAL_CALL
 
 
-# On two threads an ids-only call of rows without normalizer, up to this many bytes, runs `split_ids`:
-# one launch, not `encode_ids`' planning, waves and gather (gpt2, 13 and 35 KB of big.txt paragraphs:
-# 0.70-0.76x and 0.85-0.94x the time). Under the serial limit one thread is faster still: the launch of
-# a kernel that hands its threads ~40 arrays costs ~7-18 us. More threads: not measured, so not used.
+# On two threads an ids-only call of rows without normalizer (or with one that maps characters one at
+# a time), up to this many bytes, runs `split_ids`: one launch, not `encode_ids`' planning, waves and
+# gather (gpt2, 13 and 35 KB of big.txt paragraphs: 0.70-0.76x and 0.85-0.94x the time). Under the
+# serial limit one thread is faster still: the launch of a kernel that hands its threads ~40 arrays
+# costs ~7-18 us. More threads: not measured, so not used.
 SPLIT_MAX = 1 << 15
 
 
 def small_ids_call(tok, total, rows):
     """Whether an ids-only call runs in one compiled step (`_serial_ids`): on the calling thread
-    (`serial_ids_call`), or on two threads (`split_ids`, SPLIT_MAX)."""
-    return serial_ids_call(total) or (total < SPLIT_MAX and rows > 1 and tok._norm is None
-                                      and numba.get_num_threads() == 2)
+    (`serial_ids_call`), or on two threads (`split_ids`, SPLIT_MAX) when its rows have no normalizer
+    or one that maps characters one at a time (bert's: normalized in the same step)."""
+    return serial_ids_call(total) or (total < SPLIT_MAX and rows > 1 and numba.get_num_threads() == 2
+                                      and (tok._norm is None or _ids_consts(tok)[10] is not None))
 
 
 @jitable(_nrt=True)
@@ -1829,11 +1831,11 @@ def split_ids(text, text_off, pb, pk, row_piece, normalized, tab, pt_prefix, rec
 
 
 @cpu_kernel
-def mapped_serial_ids(data, offsets, tab, cm, cd, pt_prefix, rec, idata, kdata, state, lim, ins, pre, post):
-    """`serial_ids` of a small call to a tokenizer whose normalizer has an ASCII map, its rows
-    normalized first (`mapped_rows`) in the same compiled step; empty row offsets when the maps do
-    not cover some character. Two compiled calls and the Python between them were a fifth of a
-    one-row bert call."""
+def mapped_serial_ids(data, offsets, tab, cm, cd, pt_prefix, rec, idata, kdata, state, lim, ins, pre, post, parts):
+    """`serial_ids` of a small call to a tokenizer whose normalizer has an ASCII map (`split_ids` over
+    `parts` threads when parts > 1), its rows normalized first (`mapped_rows`) in the same compiled
+    step; empty row offsets when the maps do not cover some character. Two compiled calls and the
+    Python between them were a fifth of a one-row bert call."""
     (pt_kind, classes, asc, first4, (at_data, at_off, at_ids, at_flags, at_first),
      (tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids, byte_fallback_ids, affix, params),
      lead_tab, trail_tab, first4_raw, amap_off, amap_data) = tables(tab)
@@ -1842,6 +1844,9 @@ def mapped_serial_ids(data, offsets, tab, cm, cd, pt_prefix, rec, idata, kdata, 
     normalized = row_piece.shape[0] > 0  # (a bool, not the literal True: `serial_ids` as Python calls it)
     if not normalized:
         return np.zeros(0, np.int32), pb[:0]
+    if parts > 1:
+        return split_ids(readonly(text), readonly(pb[row_piece]), pb, pk, row_piece, normalized, tab, pt_prefix, rec,
+                         idata, kdata, state, lim, ins, pre, post, parts)
     return serial_ids(readonly(text), readonly(pb[row_piece]), pb, pk, row_piece, normalized, tab, pt_prefix, rec,
                       idata, kdata, state, lim, ins, pre, post)
 
@@ -2059,20 +2064,25 @@ def _serial_ids(tok, data, offsets, total, pre=_NONE32, post=_NONE32):
     rec, idata, kdata, state, lim = cache.open_small(total)
     try:
         norm = tok._norm
+        parts = 1 if serial_ids_call(total) else numba.get_num_threads()  # (`small_ids_call`'s larger calls: 2)
         if norm is None:
-            if not serial_ids_call(total):  # (`small_ids_call`'s larger calls)
+            if parts > 1:
                 return split_ids(data, offsets, _Z64, _Z32, _Z64, False, tab[0], prefix, rec, idata, kdata, state, lim,
-                                 ins, pre, post, numba.get_num_threads())
+                                 ins, pre, post, parts)
             return serial_ids(data, offsets, _Z64, _Z32, _Z64, False, tab[0], prefix, rec, idata, kdata, state, lim,
                               ins, pre, post)
         if amap is not None:
             ids, row_off = mapped_serial_ids(data, offsets, tab[0], *_known_chars(norm), prefix, rec, idata, kdata,
-                                             state, lim, ins, pre, post)
+                                             state, lim, ins, pre, post, parts)
             if row_off.shape[0]:
                 return ids, row_off
         text, pb, pk, row_piece = normalize_rows_ids(norm, data, offsets, consts[2], tok._classes, True)
-        return serial_ids(_readonly(text), _readonly(pb[row_piece]), pb, pk, row_piece, True, tab[0], prefix, rec,
-                          idata, kdata, state, lim, ins, pre, post)
+        text, text_off = _readonly(text), _readonly(pb[row_piece])
+        if parts > 1:
+            return split_ids(text, text_off, pb, pk, row_piece, True, tab[0], prefix, rec, idata, kdata, state, lim,
+                             ins, pre, post, parts)
+        return serial_ids(text, text_off, pb, pk, row_piece, True, tab[0], prefix, rec, idata, kdata, state, lim, ins,
+                          pre, post)
     finally:
         cache.close_small(lim)
 
