@@ -60,7 +60,7 @@ def _cp(data, p, a, virt):
     return decode(data, p)
 
 
-@jitable
+@jitable(inline="always")
 def match_end(data, p, a, b, virt, classes):
     """End of the pre-token starting at p inside piece [a, b) (p may be a - 1 for the virtual space)."""
     c, n = _cp(data, p, a, virt)
