@@ -14,7 +14,7 @@ from ..pre_tokenizers.splitting import REMOVED
 from ..normalizers import chars, passes
 from ..unicode_tables import SPACE
 from ..added_tokens import first_bytes, holds_token, may_start
-from ..pre_tokenizers.byte_level import (A_ADDED, ALL_BITS, ascii_classes, ascii_word, match_end, next_special,
+from ..pre_tokenizers.byte_level import (A_ADDED, ALL_BITS, ascii_classes, ascii_word, match_end_inline, next_special,
                                          next_start)
 from ..normalizers.passes import identity_alignment, is_nf, nf_piece, normalize_piece
 from ..kernels.dedup import distinct_words, word_hashes
@@ -1420,7 +1420,7 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
                             kind = -1
                             e, j, k0, k1 = ascii_word(text, p, b, asc)
                             if e < 0:
-                                e = match_end(text, p, a, b, 0, classes)
+                                e = match_end_inline(text, p, a, b, 0, classes)
                                 j = 0
                             p = e
                         else:
@@ -1508,7 +1508,7 @@ def scan_block(text, p, a, b, asc, classes, sp, q, st, rec_flat, n_slots, bs, bm
         if not fast:
             e, j, k0, k1 = ascii_word(text, p, b, asc)
             if e < 0:
-                e = match_end(text, p, a, b, 0, classes)
+                e = match_end_inline(text, p, a, b, 0, classes)
                 j = 0
         m = e - p
         h = np.uint64(0)  # (0: a word the cache never holds)
