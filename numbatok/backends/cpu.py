@@ -14,8 +14,8 @@ from ..pre_tokenizers.splitting import REMOVED
 from ..normalizers import chars, passes
 from ..unicode_tables import SPACE
 from ..added_tokens import first_bytes, holds_token, may_start
-from ..pre_tokenizers.byte_level import (A_ADDED, ALL_BITS, ascii_classes, ascii_word, match_end_inline, next_special,
-                                         next_start)
+from ..pre_tokenizers.byte_level import (A_ADDED, ALL_BITS, ascii_classes, ascii_word, match_end, match_end_inline,
+                                         next_special, next_start)
 from ..normalizers.passes import identity_alignment, is_nf, nf_piece, normalize_piece
 from ..kernels.dedup import distinct_words, word_hashes
 from ..kernels.utf8 import decode, seq_len
@@ -1420,7 +1420,7 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
                             kind = -1
                             e, j, k0, k1 = ascii_word(text, p, b, asc)
                             if e < 0:
-                                e = match_end_inline(text, p, a, b, 0, classes)
+                                e = match_end(text, p, a, b, 0, classes)
                                 j = 0
                             p = e
                         else:
@@ -1487,7 +1487,7 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
 
 
 @jitable(inline="always")  # (the cached-words loops' hottest code: inlined where LLVM would not)
-def scan_block(text, p, a, b, asc, classes, sp, q, st, rec_flat, n_slots, bs, bm, bkey):
+def scan_block(text, p, a, b, asc, classes, sp, q, st, rec_flat, n_slots, bs, bm, bkey, lean):
     """The next BLOCK words (fewer at the row's end) of a GPT-2-pattern row [a, b) from p, into bs (start),
     bm (length) and bkey (hash, k0, k1; hash 0: a word the cache never holds), each word's first slot
     prefetched: 64-byte `word_starts` masks where no apostrophe or byte of 128 and up is near (`sp`, the
@@ -1508,7 +1508,10 @@ def scan_block(text, p, a, b, asc, classes, sp, q, st, rec_flat, n_slots, bs, bm
         if not fast:
             e, j, k0, k1 = ascii_word(text, p, b, asc)
             if e < 0:
-                e = match_end_inline(text, p, a, b, 0, classes)
+                if lean:  # (a constant: `cached_prefix` inlines `match_end`, the loops that run the model call it)
+                    e = match_end_inline(text, p, a, b, 0, classes)
+                else:
+                    e = match_end(text, p, a, b, 0, classes)
                 j = 0
         m = e - p
         h = np.uint64(0)  # (0: a word the cache never holds)
@@ -1579,7 +1582,7 @@ def cached_prefix(text, text_off, chunk_row, chunk_cap, asc, first4, at_data, at
                 miss = -1
                 while p < b and miss < 0:
                     n, p, sp, q, st = scan_block(text, p, a, b, asc, classes, sp, q, st, rec_flat, rec.shape[0], bs, bm,
-                                                 bkey)
+                                                 bkey, True)
                     for t in range(n):
                         h, m = bkey[t, 0], bm[t]
                         hit = -1
@@ -1638,7 +1641,7 @@ def scan_rest(c0, c1, text, text_off, chunk_row, asc, first4, at_data, at_off, a
                 sp = a - 1
                 while p < b:
                     n, p, sp, q, st = scan_block(text, p, a, b, asc, classes, sp, q, st, rec_flat, rec.shape[0], bs, bm,
-                                                 bkey)
+                                                 bkey, False)
                     for t in range(n):
                         h, m, ws = bkey[t, 0], bm[t], bs[t]
                         hit = -1

@@ -111,9 +111,10 @@ def match_end(data, p, a, b, virt, classes):
     return q
 
 
-# The CPU loops' `match_end`, inlined where they call it (warm passes over the UDHR 0.81-0.87x the time,
-# big.txt 0.90-0.94x). A function object of its own, since one object takes one registration, and the
-# CUDA kernels keep the call: numba-cuda fails to type an inlined overload there.
+# `match_end` inlined in the lean loop for cached words (`cached_prefix`; warm passes over the UDHR
+# 0.81-0.90x the time). A function object of its own, since one object takes one registration; the
+# loops that run the model keep the call, and so do the CUDA kernels (numba-cuda fails to type an
+# inlined overload).
 match_end_inline = jitable(inline="always")(types.FunctionType(match_end.__code__, match_end.__globals__,
                                                                 "match_end_inline"))
 
