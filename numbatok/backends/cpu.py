@@ -2055,6 +2055,11 @@ def _ids_consts(tok):
     return consts
 
 
+def _ids_step(parts, *args):
+    """`serial_ids`, or `split_ids` over `parts` threads when parts > 1."""
+    return split_ids(*args, parts) if parts > 1 else serial_ids(*args)
+
+
 def _serial_ids(tok, data, offsets, total, pre=_NONE32, post=_NONE32):
     """`encode_ids` of a small call (`serial_ids_call`): one compiled step on the calling thread, new words
     added within the room `open_inserts` reserves (or run uncached while another call adds); every
@@ -2069,23 +2074,16 @@ def _serial_ids(tok, data, offsets, total, pre=_NONE32, post=_NONE32):
         norm = tok._norm
         parts = 1 if serial_ids_call(total) else numba.get_num_threads()  # (`small_ids_call`'s larger calls: 2)
         if norm is None:
-            if parts > 1:
-                return split_ids(data, offsets, _Z64, _Z32, _Z64, False, tab[0], prefix, rec, idata, kdata, state, lim,
-                                 ins, pre, post, parts)
-            return serial_ids(data, offsets, _Z64, _Z32, _Z64, False, tab[0], prefix, rec, idata, kdata, state, lim,
-                              ins, pre, post)
+            return _ids_step(parts, data, offsets, _Z64, _Z32, _Z64, False, tab[0], prefix, rec, idata, kdata, state,
+                             lim, ins, pre, post)
         if amap is not None:
             ids, row_off = mapped_serial_ids(data, offsets, tab[0], *_known_chars(norm), prefix, rec, idata, kdata,
                                              state, lim, ins, pre, post, parts)
             if row_off.shape[0]:
                 return ids, row_off
         text, pb, pk, row_piece = normalize_rows_ids(norm, data, offsets, consts[2], tok._classes, True)
-        text, text_off = _readonly(text), _readonly(pb[row_piece])
-        if parts > 1:
-            return split_ids(text, text_off, pb, pk, row_piece, True, tab[0], prefix, rec, idata, kdata, state, lim,
-                             ins, pre, post, parts)
-        return serial_ids(text, text_off, pb, pk, row_piece, True, tab[0], prefix, rec, idata, kdata, state, lim, ins,
-                          pre, post)
+        return _ids_step(parts, _readonly(text), _readonly(pb[row_piece]), pb, pk, row_piece, True, tab[0], prefix,
+                         rec, idata, kdata, state, lim, ins, pre, post)
     finally:
         cache.close_small(lim)
 

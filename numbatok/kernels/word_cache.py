@@ -227,9 +227,7 @@ def copy_ids(v, idata, out, pos):
         for q in range(COPY_IDS):
             out[pos + q] = idata[p0 + q]
         return k
-    for q in range(k):
-        out[pos + q] = idata[p0 + q]
-    return k
+    return cached_ids(v, idata, out, pos)
 
 
 BUSY = np.uint64(2)  # a slot being written (never a hash: bit 0 of every hash is 1)
