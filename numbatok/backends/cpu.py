@@ -1873,6 +1873,11 @@ def spans_ids_serial(data, offsets, tab, pt_prefix, rec, idata, kdata, state, li
 
 
 SMALL_CALL = 1 << 18
+# Chunks a thread's share of a call is cut into (`plan_chunks`), and segments a long row (`encode_ids`):
+# the last chunk of a wave, or the last segment, leaves the other threads waiting. 32 against 8: first
+# passes over big.txt's paragraphs 0.95x the time (three runs), one 10 MB document 0.89x first and 0.92x
+# warm, the UDHR level (benchmarks/NOTES.md, section 72).
+CHUNKS = 32
 SCAN_REST = True  # `scan_rest` for GPT-2-pattern rows of byte-level vocabularies (off: the fused loop for them too)
 PREFIX_CALL = 1 << 16
 
@@ -1880,9 +1885,9 @@ PREFIX_CALL = 1 << 16
 @cpu_kernel
 def plan_chunks(text_off, threads, prefix):
     """How `encode_ids` cuts a batch (in one compiled call: as numpy steps, this planning was a third of a
-    small call's time). Chunks of whole rows, about 1/8 of a thread's share of the bytes each (16 KB
+    small call's time). Chunks of whole rows, about 1/CHUNKS of a thread's share of the bytes each (16 KB
     at least), so that uneven rows balance: rows chunk_row[c] to chunk_row[c + 1] - 1, their
-    worst-case ids from chunk_cap[c] on. Waves of 1, 2, then the rest of the chunks per thread: the
+    worst-case ids from chunk_cap[c] on. Waves of an eighth, a quarter, then the rest of the chunks: the
     first waves' new words tell how much room the shared table needs for the rest (the loops add
     words as they go, within the room reserved before each wave). Within a wave each thread is a
     group (group g sized for chunks group_chunk[g] to group_chunk[g + 1] - 1, though it takes
@@ -1892,7 +1897,7 @@ def plan_chunks(text_off, threads, prefix):
     n = text_off.shape[0] - 1
     total = text_off[n] - text_off[0]
     small = total < SMALL_CALL
-    target = max(total // (8 * threads), 1 << 12 if small else 1 << 14)
+    target = max(total // (CHUNKS * threads), 1 << 12 if small else 1 << 14)
     chunk_row = np.empty(total // target + 2, np.int64)
     chunk_row[0] = 0
     k = 1
@@ -1910,7 +1915,7 @@ def plan_chunks(text_off, threads, prefix):
     waves = np.empty(4, np.int64)
     waves[0] = 0
     nw = 1
-    for c in (threads, 3 * threads):
+    for c in (CHUNKS // 8 * threads, CHUNKS * 3 // 8 * threads):
         if c < n_chunks and not small:
             waves[nw] = c
             nw += 1
@@ -2142,7 +2147,7 @@ def encode_ids(tok, b, segment=True):
     if small_ids_call(tok, total, n):
         return _serial_ids(tok, data, offsets, total)
     threads = numba.get_num_threads()
-    seg = max(total // (8 * threads), 1 << 16)
+    seg = max(total // (CHUNKS * threads), 1 << 16)
     if (segment and threads > 1 and total > 2 * seg and int(np.diff(offsets).max()) > 2 * seg
             and _segmentable(tok)):
         pieces, orig = segment_rows(data, offsets, seg)
