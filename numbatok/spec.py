@@ -12,7 +12,8 @@ from . import decoders, normalizers, processors
 from .added_tokens import AddedToken
 from .errors import NumbatokError, UnsupportedComponentError
 from .postprocess import Padding, Truncation
-from .pre_tokenizers import GPT2, MAX_STAGES, SPLIT, WHOLE
+from .pre_tokenizers import CL100K, GPT2, MAX_STAGES, O200K, SPLIT, WHOLE
+from .pre_tokenizers.patterns import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, QWEN2_PATTERN
 from .pre_tokenizers.splitting import BEHAVIORS, CONTIGUOUS, ISOLATED, REMOVED
 from .unicode_tables import PUNCT, SPACE, WORD
 
@@ -71,6 +72,13 @@ def _unsupported(path, t, supported):
 
 
 def _byte_level_pre(d, path, out):
+    if out.stages and out.stages[-1][0] in PATTERN_KINDS and not out.byte_level:
+        # after a Split by a known pattern, ByteLevel only maps bytes to characters
+        if d.get("use_regex", True) or d.get("add_prefix_space", True):
+            raise UnsupportedComponentError(
+                f"{path}: ByteLevel after a Split is supported with use_regex=false and add_prefix_space=false")
+        out.byte_level = True
+        return
     if out.stages:
         raise UnsupportedComponentError(f"{path}: ByteLevel after another pre-tokenizer is not supported yet")
     out.stages.append((GPT2 if d.get("use_regex", True) else WHOLE, 0))
@@ -80,8 +88,9 @@ def _byte_level_pre(d, path, out):
 
 def _splitter(*stages):
     def parse(d, path, out):
-        if out.byte_level:
-            raise UnsupportedComponentError(f"{path}: a pre-tokenizer after ByteLevel is not supported yet")
+        if out.byte_level or (out.stages and out.stages[-1][0] in PATTERN_KINDS):
+            raise UnsupportedComponentError(f"{path}: a pre-tokenizer after ByteLevel or a Split by a regex "
+                                            "is not supported yet")
         out.stages.extend((SPLIT, mask | (behavior << 8)) for mask, behavior in stages)
     return parse
 
@@ -93,12 +102,36 @@ def _punctuation(d, path, out):
     _splitter((PUNCT, BEHAVIORS[behavior]))(d, path, out)
 
 
+# Split by a regex: the patterns numbatok scans by hand (`pre_tokenizers.patterns`), by their exact text
+SPLIT_PATTERNS = {GPT2_PATTERN: (GPT2, 0), CL100K_PATTERN: (CL100K, 3), QWEN2_PATTERN: (CL100K, 1),
+                  O200K_PATTERN: (O200K, 0)}
+PATTERN_KINDS = (GPT2, CL100K, O200K)
+
+
+def _split_pre(d, path, out):
+    pattern = d.get("pattern") or {}
+    regex = pattern.get("Regex") if isinstance(pattern, dict) else None
+    if regex not in SPLIT_PATTERNS:
+        raise UnsupportedComponentError(
+            f"{path}.pattern: Split by {pattern!r} is not supported yet; numbatok splits by the GPT-2, cl100k "
+            "(GPT-4, Llama 3), Qwen2 and o200k (GPT-4o) regexes, recognized by their exact text")
+    # every character is in some match of these patterns: the matches are the pieces either way
+    if (d.get("behavior"), bool(d.get("invert", False))) not in (("Isolated", False), ("Removed", True)):
+        raise UnsupportedComponentError(
+            f"{path}: Split by this pattern is supported with behavior Isolated (invert=false) or Removed "
+            f"(invert=true), not {d.get('behavior')!r} with invert={d.get('invert', False)}")
+    if out.stages or out.byte_level:
+        raise UnsupportedComponentError(f"{path}: a Split by a regex after another pre-tokenizer is not supported yet")
+    out.stages.append(SPLIT_PATTERNS[regex])
+
+
 PRE_TOKENIZERS = {
     "ByteLevel": _byte_level_pre,
     "BertPreTokenizer": _splitter((SPACE, REMOVED), (PUNCT, ISOLATED)),
     "WhitespaceSplit": _splitter((SPACE, REMOVED)),
     "Whitespace": _splitter((SPACE, REMOVED), (WORD, CONTIGUOUS)),  # \w+|[^\w\s]+
     "Punctuation": _punctuation,
+    "Split": _split_pre,
 }
 
 

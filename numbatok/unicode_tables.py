@@ -18,6 +18,10 @@ S = 4        # \s in the GPT-2 pattern
 WORD = 8     # \w as the added-token single_word check sees it
 SPACE = 16   # White_Space (Rust char::is_whitespace): added-token strips, whitespace splits
 PUNCT = 32   # ASCII punctuation or Unicode P*: BertPreTokenizer and Punctuation
+UPPERISH = 64   # [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] in the o200k pattern
+LOWERISH = 128  # [\p{Ll}\p{Lm}\p{Lo}\p{M}] in the o200k pattern
+# the classes the reference's regex engine is asked about code point by code point, in blocks
+CLASS_PATTERNS = ((UPPERISH, r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]"), (LOWERISH, r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"))
 
 NCP = 0x110000
 _PATH = os.path.join(os.path.dirname(__file__), "data", "unicode_classes.npz")
@@ -75,6 +79,24 @@ def _split_bits_by_reference(cp, pres):
     return bits
 
 
+def class_bits_by_reference():
+    """The CLASS_PATTERNS bits of every code point as the reference's Split pre-tokenizer matches them
+    (its regex engine's Unicode tables, which are older than the regex package's: 17k code points differ)."""
+    from tokenizers import Regex, pre_tokenizers
+
+    cps = np.array([c for c in range(NCP) if not 0xD800 <= c <= 0xDFFF])
+    t = np.zeros(NCP, dtype=np.uint8)
+    for bit, pattern in CLASS_PATTERNS:
+        split = pre_tokenizers.Split(Regex(pattern), behavior="removed")
+        for i in range(0, len(cps), 1 << 16):
+            block = cps[i:i + (1 << 16)]
+            kept = np.zeros(len(block), dtype=bool)
+            for _, (a, b) in split.pre_tokenize_str("".join(map(chr, block))):
+                kept[a:b] = True
+            t[block[~kept]] |= bit
+    return t
+
+
 def reference_pre_tokenizers():
     from tokenizers import pre_tokenizers
 
@@ -93,6 +115,7 @@ def build():
         if (t[cp] & (L | N | S | WORD | SPACE | PUNCT)) != ref:
             changed += 1
             t[cp] = ref
+    t |= class_bits_by_reference()
     os.makedirs(os.path.dirname(_PATH), exist_ok=True)
     np.savez_compressed(_PATH, classes=t)
     return changed

@@ -88,7 +88,7 @@ def _json_with(**changes):
     (dict(pre_tokenizer={"type": "Sequence", "pretokenizers": [{"type": "ByteLevel"}, {"type": "UnicodeScripts"}]}),
      r"pre_tokenizer.pretokenizers\[1\]: type 'UnicodeScripts' is not supported yet"),
     (dict(pre_tokenizer={"type": "Sequence", "pretokenizers": [{"type": "ByteLevel"}, {"type": "Whitespace"}]}),
-     r"pre_tokenizer.pretokenizers\[1\]: a pre-tokenizer after ByteLevel is not supported yet"),
+     r"pre_tokenizer.pretokenizers\[1\]: a pre-tokenizer after ByteLevel or a Split by a regex is not supported yet"),
     (dict(pre_tokenizer={"type": "Sequence", "pretokenizers": [{"type": "UnicodeScripts"}]}),
      r"pre_tokenizer.pretokenizers\[0\]: type 'UnicodeScripts' is not supported yet"),
     (dict(normalizer={"type": "Precompiled", "precompiled_charsmap": ""}), r"normalizer: type 'Precompiled' is not supported"),

@@ -3,17 +3,21 @@
 A pre-tokenizer is compiled into a small program (`prog`, int64): prog[0] is the number of stages,
 then (kind, arg) per stage. GPT2 and WHOLE are single-stage byte-level programs (they may carry the
 virtual prefix space); SPLIT stages (arg = class mask | behaviour << 8) nest, each applied to the
-pieces of the one before, as the reference applies a Sequence. `split_piece` is the single dispatch
+pieces of the one before, as the reference applies a Sequence; CL100K and O200K are Splits by those
+families' regexes (`patterns`), single-stage. `split_piece` is the single dispatch
 point the row kernels call; a new pre-tokenizer adds a kind here and a module beside this one.
 """
 from .._numba import jitable
 from . import byte_level
 from ..kernels.utf8 import decode
+from .patterns import cl100k_end, o200k_end
 from .splitting import ISOLATED, REMOVED, next_split
 
 WHOLE = 0        # no pre-tokenizer, or ByteLevel(use_regex=False): the piece is one word
 GPT2 = 1         # ByteLevel(use_regex=True)
 SPLIT = 2        # split by a character class with a delimiter behaviour
+CL100K = 3       # Split by the cl100k pattern (arg: the most digits in a number)
+O200K = 4        # Split by the o200k pattern
 MAX_STAGES = 3
 
 
@@ -35,6 +39,13 @@ def split_piece(data, a, b, prog, add_prefix_space, classes, write, ws, we, wv, 
     kind = prog[1]
     if kind == SPLIT:
         return _split_stages(data, a, b, prog, classes, write, ws, we, wv, wk, k)
+    if kind == CL100K or kind == O200K:
+        p = a
+        while p < b:
+            e = cl100k_end(data, p, b, classes, prog[2]) if kind == CL100K else o200k_end(data, p, b, classes)
+            k = _emit(write, ws, we, wv, wk, k, p, e, 0)
+            p = e
+        return k
     virt = 1 if (add_prefix_space and data[a] != 32) else 0
     if kind == WHOLE:
         return _emit(write, ws, we, wv, wk, k, a, b, virt)
