@@ -26,7 +26,7 @@ SIM_SCRIPT = textwrap.dedent(r'''
     bc.SEG = 5  # rows cut every few bytes: the segment -> row mapping runs on every document
     docs = json.loads(sys.argv[1])
     fields = ("ids", "tokens", "offsets", "type_ids", "special_tokens_mask", "word_ids")
-    for name in ("gpt2", "roberta-base"):
+    for name in ("gpt2", "roberta-base", "o200k_base"):
         tok = numbatok.Tokenizer.from_pretrained(name, device="cuda")
         ref = Tokenizer.from_file(f"vocab/{name}/tokenizer.json")
         for i, (a, b) in enumerate(zip(tok.encode_batch(docs), ref.encode_batch(docs))):
