@@ -107,11 +107,12 @@ def _tokenizers(name, threads):
 
 
 def _tiktoken(name, threads):
-    if name != "gpt2":
-        raise NotImplementedError("tiktoken has no such encoding")
     import numbatok
     from numbatok.compat import to_tiktoken
-    enc = to_tiktoken(numbatok.Tokenizer.from_pretrained(name, device="cpu"))
+    try:
+        enc = to_tiktoken(numbatok.Tokenizer.from_pretrained(name, device="cpu"))
+    except numbatok.UnsupportedComponentError:
+        raise NotImplementedError("tiktoken has no such encoding") from None
     return lambda docs: enc.encode_ordinary_batch(docs, num_threads=threads)
 
 
