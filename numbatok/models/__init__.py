@@ -1,5 +1,9 @@
 """Models: BPE, WordPiece and WordLevel, each a per-word kernel over the same flat tables
 (`tables.ModelTables`); `build_tables` turns a parsed model section into them."""
+import operator
+
+import numpy as np
+
 from ..errors import NumbatokError
 from ..pre_tokenizers.byte_level import token_to_bytes
 from .tables import BPE, WORDLEVEL, WORDPIECE, ModelTables
@@ -20,15 +24,15 @@ def build_tables(m, byte_level, n_ids):
     if kind == "WordLevelSpec":
         return ModelTables(model_bytes, kind=WORDLEVEL, unk_id=unk_id, byte_level=False, n_ids=n_ids)
     pfx = m.continuing_subword_prefix
-    merges = []
-    for j, (a, b) in enumerate(m.merges):
-        ia, ib = m.vocab.get(a), m.vocab.get(b)
-        new = a + b[len(pfx):] if pfx else a + b
-        inew = m.vocab.get(new)
-        if ia is None or ib is None or inew is None:
-            missing = a if ia is None else (b if ib is None else new)
-            raise NumbatokError(f"model.merges[{j}]: token {missing!r} of merge {a!r} + {b!r} is not in the vocab")
-        merges.append((ia, ib, inew))
+    # the ids by `map` over whole columns (a loop over o200k's 446k merges took 1.9 s of its load)
+    lefts, rights = zip(*m.merges) if m.merges else ((), ())
+    news = list(map(operator.add, lefts, [b[len(pfx):] for b in rights] if pfx else rights))
+    cols = [list(map(m.vocab.get, c)) for c in (lefts, rights, news)]
+    if any(None in c for c in cols):
+        j, k = next((j, k) for j in range(len(news)) for k in range(3) if cols[k][j] is None)
+        raise NumbatokError(f"model.merges[{j}]: token {(lefts, rights, news)[k][j]!r} of merge {lefts[j]!r} + "
+                            f"{rights[j]!r} is not in the vocab")
+    merges = np.array(cols, dtype=np.int64).T.reshape(-1, 3)
     t = ModelTables(model_bytes, merges, kind=BPE, unk_id=unk_id, fuse_unk=m.fuse_unk, byte_fallback=m.byte_fallback,
                     continuing_subword_prefix=conv(pfx) or b"", end_of_word_suffix=conv(m.end_of_word_suffix) or b"",
                     ignore_merges=m.ignore_merges, byte_level=byte_level, n_ids=n_ids)
