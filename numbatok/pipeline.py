@@ -23,15 +23,20 @@ from .kernels.hashing import bytes_lookup
 
 
 @jitable
-def cut_at(data, p):
+def cut_at(data, p, strict):
     """True where an ASCII non-space byte is followed by a space, tab, CR or LF: the GPT-2 pattern
     never matches across such a boundary and has no look-behind, and a whitespace split keeps it a
     boundary, so a row cut there encodes to exactly the ids of the whole row (see
     `backends.cpu._segmentable` for the tokenizers this holds for). Not at a vertical tab or form
-    feed: BertNormalizer deletes those as control characters."""
+    feed: BertNormalizer deletes those as control characters. `strict` (the cl100k and o200k
+    patterns, whose symbol runs take the CRs and LFs after them): a CR or LF only after a letter or digit."""
     x = data[p]
     y = data[p - 1]
-    return (x == 32 or x == 9 or x == 10 or x == 13) and y < 128 and y != 32 and not (y >= 9 and y <= 13)
+    if not ((x == 32 or x == 9 or x == 10 or x == 13) and y < 128 and y != 32 and not (y >= 9 and y <= 13)):
+        return False
+    if strict and (x == 10 or x == 13):
+        return (y >= 48 and y <= 57) or ((y | 32) >= 97 and (y | 32) <= 122)
+    return True
 
 
 @jitable

@@ -48,7 +48,7 @@ def main():
         "normalize_pieces_kernel": sig(True, 1, 1, 1, i32, i64, i32, u8, i64, nt[0], u8, i64, i64, i64, i64, i32,
                                        i64, i32, i32, i64, i64, i64, u8, i64, i64, i64),
         "piece_words_kernel": sig(True, u8, i64, i32, i64, i64, True, cls, *at, i64, i64, i64, u8, i32, i64),
-        "cut_points_kernel": sig(u8, 1, 1, 1, i64),
+        "cut_points_kernel": sig(u8, 1, 1, 1, True, i64),
         "claim_words_kernel": sig(u8, i64, i64, u8, i32, np.zeros(4, np.uint64), i64, i64, i64, i64),
         "word_uids_kernel": sig(u8, i64, i64, u8, i32, i64, i64, i64, i64, i64),
     }

@@ -378,7 +378,8 @@ def test_submodules_load_on_attribute_access():
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
-@pytest.mark.parametrize("name", ["gpt2", "roberta-base", "bert-base-uncased", "bert-base-cased"])
+@pytest.mark.parametrize("name", ["gpt2", "roberta-base", "bert-base-uncased", "bert-base-cased", "o200k_base",
+                                  "olmo2-dolma2-cl100k"])
 def test_long_documents_cut_into_segments_give_the_same_ids(name, docs, monkeypatch):
     """A long row is cut where a non-space ASCII byte meets a space (so several threads share it);
     the ids must be those of the whole row, special tokens and every kind of whitespace included
@@ -392,7 +393,8 @@ def test_long_documents_cut_into_segments_give_the_same_ids(name, docs, monkeypa
     long_docs = ["\n\n".join(docs[:3000]), "<|endoftext|> " * 9000 + "x", " \t\r\n\x0b\x0cword" * 40_000,
                  "".join(docs[-400:]), "short one"]
     # (a batch of its own: short enough that these rows are cut)
-    controls = ["[MASK] [SEP]x\x0bY\x0c z \x00 \u0301é Ünï 東京 " * 4_000, "word\x0bword\x0cword" * 10_000]
+    controls = ["[MASK] [SEP]x\x0bY\x0c z \x00 \u0301é Ünï 東京 " * 4_000, "word\x0bword\x0cword" * 10_000,
+                "a!\n" * 60_000 + "x, y\r\n" * 30_000]  # (cl100k, o200k: "!\n" and ",\r\n" are one match each)
     tok = numbatok.Tokenizer.from_pretrained(name, device="cpu")
     for batch in (long_docs, controls):
         calls.clear()
@@ -432,10 +434,16 @@ def test_segments_cut_only_at_safe_boundaries():
     from numbatok.backends.cpu import segment_rows
     text = b"ab cd\te\n\nf  g" * 10_000
     data = np.frombuffer(text, np.uint8)
-    pieces, orig = segment_rows(data, np.array([0, len(text)], np.int64), 1000)
+    pieces, orig = segment_rows(data, np.array([0, len(text)], np.int64), 1000, False)
     assert orig.tolist() == [0, len(pieces) - 1] and len(pieces) > 50
     for p in pieces[1:-1]:
         assert text[p - 1:p] not in b" \t\n\r\x0b\x0c" and text[p:p + 1] in b" \t\n\r\x0b\x0c"
+    # the cl100k and o200k patterns: "!\n" is one match, so no CR or LF after a symbol
+    text = b"ab!\ncd,\r\nef \n" * 10_000
+    pieces, _ = segment_rows(np.frombuffer(text, np.uint8), np.array([0, len(text)], np.int64), 1000, True)
+    assert len(pieces) > 50
+    for p in pieces[1:-1]:
+        assert text[p:p + 1] == b" " or (text[p:p + 1] in b"\r\n" and text[p - 1:p].isalnum())
 
 
 def test_a_normalizer_that_is_not_per_character_keeps_rows_whole(monkeypatch):

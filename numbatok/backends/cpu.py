@@ -9,7 +9,7 @@ from .._numba import cpu_kernel, fetch_add, jitable, pointer, prange, prefetch, 
 from .._numba import readonly_view as _readonly
 from ..models.bpe import SMALL, merge_byte_long, merge_byte_word
 from ..models.tables import WORDPIECE
-from ..pre_tokenizers import GPT2, SPLIT
+from ..pre_tokenizers import CL100K, GPT2, O200K, SPLIT
 from ..pre_tokenizers.splitting import REMOVED
 from ..normalizers import chars, passes
 from ..unicode_tables import SPACE
@@ -1980,7 +1980,7 @@ def _scan_tables(at_first):
 
 
 @cpu_kernel
-def segment_rows(data, offsets, seg):
+def segment_rows(data, offsets, seg, strict):
     """Offsets with rows longer than 2 * seg cut about every seg bytes at a `cut_at` boundary, and the
     position of each original row start: one long document then spreads over all threads."""
     n = offsets.shape[0] - 1
@@ -1997,7 +1997,7 @@ def segment_rows(data, offsets, seg):
             continue
         p = a + seg
         while p < b - seg:
-            if cut_at(data, p):
+            if cut_at(data, p, strict):
                 out[k] = p
                 k += 1
                 p += seg
@@ -2012,15 +2012,21 @@ _PER_CHAR_HEADS = (passes.IDENT, passes.NFD, passes.NFKD)
 _PER_CHAR_OPS = (chars.CLEAN, chars.CJK, chars.STRIP_MN, chars.STRIP_MARK, chars.LOWERCASE)
 
 
+STRICT_CUTS = 2
+
+
 def _segmentable(tok):
     """Rows may be cut at `cut_at` boundaries when no added token contains whitespace or strips the
     space after it, and either: the GPT-2 pattern alone, with no normalizer and no virtual prefix
     space; or a pre-tokenizer that first splits on whitespace and removes it (BertPreTokenizer,
     Whitespace, WhitespaceSplit) after a normalizer that maps each character on its own and keeps
-    a space a space (BertNormalizer, NFD, NFKD, Lowercase, StripAccents)."""
+    a space a space (BertNormalizer, NFD, NFKD, Lowercase, StripAccents); or, at the STRICT_CUTS
+    boundaries, the cl100k or o200k pattern alone with no normalizer. 0 where rows stay whole."""
     pt = tok.spec.pre_tokenizer
     if any(a.rstrip or any(c.isspace() for c in a.content) for a in tok.spec.added_tokens) or pt.prog[0] < 1:
         return False
+    if pt.prog[1] == CL100K or pt.prog[1] == O200K:
+        return STRICT_CUTS if tok._norm is None else False
     if pt.prog[1] == GPT2:
         return tok._norm is None and pt.prog[0] == 1 and not pt.add_prefix_space
     if pt.prog[1] == SPLIT and pt.prog[2] == SPACE | (REMOVED << 8):
@@ -2150,7 +2156,7 @@ def encode_ids(tok, b, segment=True):
     seg = max(total // (CHUNKS * threads), 1 << 16)
     if (segment and threads > 1 and total > 2 * seg and int(np.diff(offsets).max()) > 2 * seg
             and _segmentable(tok)):
-        pieces, orig = segment_rows(data, offsets, seg)
+        pieces, orig = segment_rows(data, offsets, seg, _segmentable(tok) == STRICT_CUTS)
         ids, piece_off = encode_ids(tok, type(b)(data, pieces), segment=False)
         return ids, piece_off[orig]
     pt, prog, at, asc, first4, model, scan, bytewise = _ids_consts(tok)[:8]

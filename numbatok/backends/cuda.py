@@ -46,7 +46,7 @@ def kernel(fn):
 
 
 @kernel
-def cut_points_kernel(data, lo, hi, seg, cuts):
+def cut_points_kernel(data, lo, hi, seg, strict, cuts):
     """One thread per seg bytes of data[lo:hi]: the first `cut_at` boundary in its window, or -1."""
     k = cuda.grid(1)
     if k < cuts.shape[0]:
@@ -54,7 +54,7 @@ def cut_points_kernel(data, lo, hi, seg, cuts):
         e = min(lo + (k + 1) * seg, hi)
         c = -1
         while p < e:
-            if cut_at(data, p):
+            if cut_at(data, p, strict):
                 c = p
                 break
             p += 1
@@ -423,14 +423,14 @@ def _words(tok, t, m, data, offsets):
     return text, text_off, row_word, ws, we, wv, wk, align
 
 
-def _segments(m, data, offsets):
+def _segments(m, data, offsets, strict):
     """Row offsets with cuts about every SEG bytes (see `cut_points_kernel`), and where each original
     row starts among them. Merged without a sort: cuts never fall on a row start."""
     n = int(offsets.shape[0]) - 1
     lo, hi = int(offsets[0]), int(offsets[-1])
     nk = (hi - lo + SEG - 1) // SEG
     cuts = _empty(m, nk, np.int64)
-    _launch(cut_points_kernel, nk, data, lo, hi, SEG, cuts)
+    _launch(cut_points_kernel, nk, data, lo, hi, SEG, strict, cuts)
     cuts = cuts[cuts >= 0]
     cuts = cuts[offsets[m.searchsorted(offsets, cuts)] != cuts]
     nc = int(cuts.shape[0])
@@ -480,8 +480,9 @@ def encode(tok, b, want_spans):
     d8 = m.zeros(1, np.uint8)
     d32 = m.zeros(1, np.int32)
     rows = offsets
-    if cpu._segmentable(tok) and int(offsets.shape[0]) > 1:
-        offsets, orig = _segments(m, data, rows)
+    cuts = cpu._segmentable(tok)
+    if cuts and int(offsets.shape[0]) > 1:
+        offsets, orig = _segments(m, data, rows, cuts == cpu.STRICT_CUTS)
     text, text_off, row_word, ws, we, wv, wk, align = _words(tok, t, m, data, offsets)
     nw = int(ws.shape[0])  # (known on the host: no read back from the device)
     cap_off, cap_ids, cap_st, cap_en, ntok = _model_distinct(tok, t, m, text, ws, we, wv, wk)
