@@ -177,14 +177,21 @@ class Tokenizer:
 
     def _decoder_table(self):
         """(bytes, offsets) of every token as the decoder writes it: rows 0..n_ids-1 for a token after
-        another, n_ids.. for the first token of a row."""
+        another, n_ids.. for the first token of a row, and row 2 * n_ids, U+FFFD, for each byte of a
+        ByteFallback run that is not UTF-8."""
         if self._decoder is None:
-            blobs = [decoders.token_bytes(self.spec.decoder, t, first) if t is not None else b""
-                     for first in (False, True) for t in self._decode_tokens]
-            offsets = np.zeros(2 * self._n_ids + 1, dtype=np.int64)
+            dec = self.spec.decoder
+            blobs = [decoders.token_bytes(dec, t, first) if t is not None else b""
+                     for first in (False, True) for t in self._decode_tokens] + [decoders.FFFD]
+            offsets = np.zeros(2 * self._n_ids + 2, dtype=np.int64)
             np.cumsum([len(b) for b in blobs], out=offsets[1:])
-            self._decoder = (np.frombuffer(b"".join(blobs) or b"\0", dtype=np.uint8), offsets)
-            self._decode_short_tables = (blobs, self._special_ids.tolist())  # (for `_decode_short`)
+            self._decoder = (np.frombuffer(b"".join(blobs), dtype=np.uint8), offsets)
+            # the byte each ByteFallback token stands for, else -1 (None: the decoder has no ByteFallback)
+            self._byte_of = np.array([decoders.byte_value(dec, t) if t is not None else -1
+                                      for t in self._decode_tokens], dtype=np.int16) if dec.byte_fallback else None
+            byte_ids = {} if self._byte_of is None else {
+                i: int(self._byte_of[i]) for i in np.flatnonzero(self._byte_of >= 0).tolist()}
+            self._decode_short_tables = (blobs, self._special_ids.tolist(), byte_ids)  # (for `_decode_short`)
         return self._decoder
 
     def _normalized_added_tokens(self):
@@ -702,10 +709,16 @@ class Tokenizer:
         row_of = np.searchsorted(row_offsets, np.arange(ids.shape[0]), side="right") - 1
         kept_before = np.concatenate([[0], np.cumsum(keep)])
         first = keep & (kept_before[:-1] == kept_before[row_offsets[:-1]][row_of])
-        data, offs = gather_bytes(*self._decoder_table(), safe + first * self._n_ids, keep, row_offsets)
+        table = self._decoder_table()
+        rows = safe + first * self._n_ids
+        if self._byte_of is not None:
+            rows[decoders.invalid_byte_runs(self._byte_of, safe, keep, row_offsets)] = 2 * self._n_ids
+        data, offs = gather_bytes(*table, rows, keep, row_offsets)
         raw = data.tobytes()
         o = offs.tolist()
-        return [raw[o[i]:o[i + 1]].decode("utf-8", "replace") for i in range(len(o) - 1)]
+        texts = [raw[o[i]:o[i + 1]].decode("utf-8", "replace") for i in range(len(o) - 1)]
+        dec = self.spec.decoder
+        return [decoders.finish(dec, t) for t in texts] if dec.row_steps else texts
 
     def decode(self, ids, skip_special_tokens=True):
         if type(ids) is list and len(ids) <= SHORT_DECODE:
@@ -720,18 +733,30 @@ class Tokenizer:
         18 us for a sentence against the reference's 1.4, and a generation loop decodes after every
         token. None for anything but ints in range of a list index (the array path says what is wrong)."""
         self._decoder_table()
-        blobs, special = self._decode_short_tables
+        blobs, special, byte_ids = self._decode_short_tables
         n = self._n_ids
         first = n  # (the first kept token reads the decoder's first-token bytes, rows n.. of the table)
         parts = []
+        run = []  # (the bytes of the ByteFallback tokens since the last other kept token; only Sequence
+        #          decoders have them, whose first-token rows are the others)
         try:
             for i in ids:
                 if 0 <= i < n and not (skip_special_tokens and special[i]):
+                    if i in byte_ids:
+                        run.append(byte_ids[i])
+                        continue
+                    if run:
+                        parts.append(decoders.byte_run(run))
+                        run = []
                     parts.append(blobs[i + first])
                     first = 0
         except TypeError:
             return None
-        return b"".join(parts).decode("utf-8", "replace")
+        if run:
+            parts.append(decoders.byte_run(run))
+        text = b"".join(parts).decode("utf-8", "replace")
+        dec = self.spec.decoder
+        return decoders.finish(dec, text) if dec.row_steps else text
 
     def decode_batch(self, sequences, skip_special_tokens=True):
         if isinstance(sequences, RaggedEncoding):
