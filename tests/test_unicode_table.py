@@ -17,7 +17,7 @@ def test_classes_match_reference_for_every_code_point():
         if 0xD800 <= cp <= 0xDFFF:
             continue
         ref = unicode_tables._gpt2_class_by_reference(cp, pre) | unicode_tables._split_bits_by_reference(cp, split_pres)
-        if table[cp] & ~(unicode_tables.UPPERISH | unicode_tables.LOWERISH) != ref:
+        if int(table[cp]) & ~(unicode_tables.UPPERISH | unicode_tables.LOWERISH) != ref:
             wrong.append(cp)
     assert not wrong, f"{len(wrong)} code points differ, first {[hex(c) for c in wrong[:10]]}"
 
