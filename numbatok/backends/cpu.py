@@ -10,6 +10,8 @@ from .._numba import readonly_view as _readonly
 from ..models.bpe import SMALL, merge_byte_long, merge_byte_word
 from ..models.tables import WORDPIECE
 from ..pre_tokenizers import CL100K, GPT2, O200K, SPLIT
+from ..pre_tokenizers.patterns import pattern_end
+from ..kernels.hashing import bytes_lookup
 from ..pre_tokenizers.splitting import REMOVED
 from ..normalizers import chars, passes
 from ..unicode_tables import SPACE
@@ -1342,6 +1344,16 @@ def word_tokens_cut(data, s, e, virt, kind, tok_data, tok_offsets, vocab_slots, 
                        kbuf)
 
 
+@jitable
+def whole_word(text, s, e, tok_data, tok_offsets, vocab_slots, sym_id):
+    """1, with the id in sym_id[0], where the word is a token itself (ignore_merges takes it whole), else 0."""
+    t_id = bytes_lookup(vocab_slots, tok_data, tok_offsets, text, s, e)
+    if t_id < 0:
+        return 0
+    sym_id[0] = t_id
+    return 1
+
+
 @cpu_kernel(parallel=True)
 def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece, normalized, chunk_row, chunk_cap,
                       pt_kind, pt_prefix, classes, asc, first4, at_data, at_off, at_ids, at_flags, at_first,
@@ -1360,8 +1372,10 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
     table prefetched), then their lookups. With `asc` (GPT-2 pattern, no normalizer, no prefix space)
     a row that holds no added token's bytes is scanned here, ASCII runs keyed as they are read."""
     extra = params[1] + params[2] + 8
-    bytewise = (params[3] & 16) != 0 and (params[3] & 4) == 0  # every byte a symbol, merges always apply
+    bytewise = (params[3] & 16) != 0  # every byte a symbol
+    whole_first = (params[3] & 4) != 0  # ignore_merges: a word that is a token is taken whole
     fused = asc.shape[0] == 256
+    gpt2 = pt_kind[1] == GPT2  # (else, with `fused`, the cl100k or o200k pattern)
     rec_flat = rec.reshape(rec.shape[0] * 4)
     c_lo = group_chunk[g_lo]
     c_hi = group_chunk[g_hi]
@@ -1418,10 +1432,13 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
                             s = p
                             v = 0
                             kind = -1
-                            e, j, k0, k1 = ascii_word(text, p, b, asc)
-                            if e < 0:
-                                e = match_end(text, p, a, b, 0, classes)
-                                j = 0
+                            if gpt2:
+                                e, j, k0, k1 = ascii_word(text, p, b, asc)
+                                if e < 0:
+                                    e = match_end(text, p, a, b, 0, classes)
+                                    j = 0
+                            else:
+                                e = pattern_end(text, p, b, classes, pt_kind[1], pt_kind[2])
                             p = e
                         else:
                             if i >= nw:
@@ -1468,16 +1485,21 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
                             k = long_word_ids(text, s, e, v, tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
                                               byte_ids, byte_fallback_ids, affix, params, out, pos)
                         else:
-                            if bytewise and m <= LINEAR_BYTES:
-                                k = merge_byte_word(text, s, e, v, byte_ids, byte_pairs, merges, params[0], sym_id,
-                                                    new_buf, 0)
-                            elif bytewise:
-                                k = merge_byte_long(text, s, e, v, byte_ids, byte_pairs, merges, params[0], sym_id,
-                                                    sym_st, nxt, prv, heap)
-                            else:
-                                k = word_tokens(text, s, e, v, -1, tok_data, tok_offsets, vocab_slots, merges,
-                                                byte_pairs, byte_ids, byte_fallback_ids, affix, params,
-                                                w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf)
+                            byte_merges = bytewise and (not whole_first or v == 0)
+                            k = 0
+                            if byte_merges and whole_first:
+                                k = whole_word(text, s, e, tok_data, tok_offsets, vocab_slots, sym_id)
+                            if k == 0:
+                                if byte_merges and m <= LINEAR_BYTES:
+                                    k = merge_byte_word(text, s, e, v, byte_ids, byte_pairs, merges, params[0], sym_id,
+                                                        new_buf, 0)
+                                elif byte_merges:
+                                    k = merge_byte_long(text, s, e, v, byte_ids, byte_pairs, merges, params[0], sym_id,
+                                                        sym_st, nxt, prv, heap)
+                                else:
+                                    k = word_tokens(text, s, e, v, -1, tok_data, tok_offsets, vocab_slots, merges,
+                                                    byte_pairs, byte_ids, byte_fallback_ids, affix, params,
+                                                    w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf)
                             for q in range(k):
                                 out[pos + q] = sym_id[q]
                         if m <= LONG_BYTES and k <= MAX_IDS:
@@ -2051,8 +2073,8 @@ def _ids_consts(tok):
     prog, at, model = pt.prog, tok._added.arrays(), tok._model.arrays()
     scan = tok._norm is None and prog[0] == 1 and prog[1] == GPT2 and not pt.add_prefix_space
     asc, first4 = _scan_tables(at[4].tobytes())
-    if not scan:
-        asc = asc[:1]
+    if not (scan or (tok._norm is None and prog[0] == 1 and prog[1] in (CL100K, O200K))):
+        asc = asc[:1]  # (a full table: the fused loop scans rows itself, `encode_ids_chunks`)
     flags = model[8][3]
     bytewise = bool((flags & 16) != 0 and (flags & 4) == 0)
     # from_ids: spans follow from the ids (`spans_from_ids`): each token's bytes in order, no affixes

@@ -10,7 +10,7 @@ point the row kernels call; a new pre-tokenizer adds a kind here and a module be
 from .._numba import jitable
 from . import byte_level
 from ..kernels.utf8 import decode
-from .patterns import cl100k_end, o200k_end
+from .patterns import pattern_end
 from .splitting import ISOLATED, REMOVED, next_split
 
 WHOLE = 0        # no pre-tokenizer, or ByteLevel(use_regex=False): the piece is one word
@@ -42,7 +42,7 @@ def split_piece(data, a, b, prog, add_prefix_space, classes, write, ws, we, wv, 
     if kind == CL100K or kind == O200K:
         p = a
         while p < b:
-            e = cl100k_end(data, p, b, classes, prog[2]) if kind == CL100K else o200k_end(data, p, b, classes)
+            e = pattern_end(data, p, b, classes, kind, prog[2])
             k = _emit(write, ws, we, wv, wk, k, p, e, 0)
             p = e
         return k

@@ -208,3 +208,11 @@ def o200k_end(data, p, b, classes):
         if e >= 0:
             return e
     return _spaces_end(data, p, b, classes)
+
+
+@jitable
+def pattern_end(data, p, b, classes, kind, arg):
+    """End of the match at p of the cl100k (kind 3, arg: its most digits) or o200k (kind 4) pattern."""
+    if kind == 3:
+        return cl100k_end(data, p, b, classes, arg)
+    return o200k_end(data, p, b, classes)
