@@ -84,7 +84,7 @@ def test_generated_batches_match_reference(name, batch):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_corpus_matches_reference(name):
-    docs = corpus_docs()
+    docs = corpus_docs()[::1 if name == "o200k_base" else 3]  # (cl100k's scanner has its own generated-text test)
     tok, ref = numbatok_tok(name), reference_tok(name)
     theirs = ref.encode_batch(docs)
     assert tok.encode_ragged(docs).to_list() == [e.ids for e in theirs]
