@@ -115,6 +115,17 @@ def _spaces_end(data, p, b, classes):
 
 
 @jitable
+def _symbols_or_spaces_end(data, p, b, classes, c, k, slash):
+    """The patterns' last four branches at p, whose character c (classes k) is neither a letter nor a
+    digit: the symbol run (with '/' after it when `slash`), else the whitespace ones."""
+    if (k & S) == 0 or c == 32:
+        e = _symbols_end(data, p, b, classes, slash)
+        if e >= 0:
+            return e
+    return _spaces_end(data, p, b, classes)
+
+
+@jitable
 def _digits_end(data, p, b, classes, most):
     q = p
     i = 0
@@ -143,11 +154,7 @@ def cl100k_end(data, p, b, classes, most_digits):
         _, k1, n1 = _char(data, p + n, classes)
         if (k1 & L) != 0:
             return _run(data, p + n + n1, b, classes, L)
-    if (k & S) == 0 or c == 32:
-        e = _symbols_end(data, p, b, classes, False)
-        if e >= 0:
-            return e
-    return _spaces_end(data, p, b, classes)
+    return _symbols_or_spaces_end(data, p, b, classes, c, k, False)
 
 
 @jitable
@@ -203,11 +210,7 @@ def o200k_end(data, p, b, classes):
         return _cased_upper_end(data, p, b, classes)  # (never -1: c itself is in UP or LO)
     if (k & N) != 0:
         return _digits_end(data, p, b, classes, 3)
-    if (k & S) == 0 or c == 32:
-        e = _symbols_end(data, p, b, classes, True)
-        if e >= 0:
-            return e
-    return _spaces_end(data, p, b, classes)
+    return _symbols_or_spaces_end(data, p, b, classes, c, k, True)
 
 
 @jitable
