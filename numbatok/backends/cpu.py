@@ -1369,8 +1369,9 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
     resume[c, 2] (that row's first id at resume[c, 3]): where `cached_prefix` or `scan_rest` stopped.
 
     Words go in blocks: the spans and keys of up to BLOCK words first (each word's slot in the shared
-    table prefetched), then their lookups. With `asc` (GPT-2 pattern, no normalizer, no prefix space)
-    a row that holds no added token's bytes is scanned here, ASCII runs keyed as they are read."""
+    table prefetched), then their lookups. With `asc` (the GPT-2, cl100k or o200k pattern alone, no
+    normalizer, no prefix space) a row that holds no added token's bytes is scanned here (GPT-2's ASCII
+    runs keyed as they are read)."""
     extra = params[1] + params[2] + 8
     bytewise = (params[3] & 16) != 0  # every byte a symbol
     whole_first = (params[3] & 4) != 0  # ignore_merges: a word that is a token is taken whole
