@@ -111,9 +111,10 @@ def _ascii_masks():
 
     @intrinsic
     def ascii_masks(typingctx, arr, idx):
-        """(whitespace, space, letter, digit) of the 64 bytes arr[idx:idx + 64] as bit masks, bit i for
-        byte idx + i (CPU kernels only; the caller keeps idx + 64 within the array): one vector
-        compare per class, which LLVM turns into the CPU's byte compares and mask moves."""
+        """(whitespace, space, letter, digit, \\r or \\n, upper-case letter) of the 64 bytes
+        arr[idx:idx + 64] as bit masks, bit i for byte idx + i (CPU kernels only; the caller keeps
+        idx + 64 within the array): one vector compare per class, which LLVM turns into the CPU's
+        byte compares and mask moves (the classes a caller does not use are never computed)."""
         def codegen(context, builder, sig, args):
             ary = context.make_array(sig.args[0])(context, builder, args[0])
             ptr = cgutils.get_item_pointer(context, builder, sig.args[0], ary, [args[1]])
@@ -130,10 +131,12 @@ def _ascii_masks():
             ws = builder.or_(below(builder.sub(v, const(9)), 5), space)  # \t \n \v \f \r and ' ': \s in ASCII
             letter = below(builder.sub(builder.or_(v, const(32)), const(97)), 26)
             digit = below(builder.sub(v, const(48)), 10)
+            newline = builder.or_(builder.icmp_unsigned("==", v, const(10)), builder.icmp_unsigned("==", v, const(13)))
+            upper = below(builder.sub(v, const(65)), 26)
             i64 = ir.IntType(64)
-            masks = [builder.bitcast(m, i64) for m in (ws, space, letter, digit)]
+            masks = [builder.bitcast(m, i64) for m in (ws, space, letter, digit, newline, upper)]
             return context.make_tuple(builder, sig.return_type, masks)
-        return types.UniTuple(types.uint64, 4)(arr, types.int64), codegen
+        return types.UniTuple(types.uint64, 6)(arr, types.int64), codegen
     return ascii_masks
 
 

@@ -589,7 +589,8 @@ def test_word_starts_give_the_scanners_words():
     apostrophes, the text it judges alone: runs of every class and of mixed whitespace, across block
     edges and at piece ends."""
     from numbatok._numba import cpu_kernel
-    from numbatok.pre_tokenizers.byte_level import match_end, next_start
+    from numbatok.pre_tokenizers.byte_level import match_end
+    from numbatok.pre_tokenizers.patterns import next_start
 
     @cpu_kernel
     def both(data, offsets, classes, out):
@@ -598,7 +599,7 @@ def test_word_starts_give_the_scanners_words():
             a, b = offsets[r], offsets[r + 1]
             p, q, st = a, a - 128, np.uint64(0)
             while p < b:
-                e, q, st = next_start(data, p, a, b, q, st)
+                e, q, st = next_start(data, p, a, b, q, st, 0)
                 if e != match_end(data, p, a, b, 0, classes):
                     bad += 1
                     out[r] = p
@@ -618,7 +619,7 @@ def test_word_starts_give_the_scanners_words():
     assert both(data, offsets, tok._classes, out) == 0, [(r, rows[r]) for r in np.flatnonzero(out >= 0)[:3]]
 
 
-@pytest.mark.parametrize("name", ["gpt2", "roberta-base"])
+@pytest.mark.parametrize("name", ["gpt2", "roberta-base", "o200k_base"])
 def test_a_warm_call_is_the_cached_words_loop(name, docs, monkeypatch):
     """A second call on the same rows finds every word in the cache: `cached_prefix` does every chunk
     (the fused loop is left nothing), with the ids of the reference. Rows around its 64-byte blocks:
@@ -664,7 +665,7 @@ def test_one_byte_classes_agree_with_the_vector_masks():
             masks = ascii_masks(data, q)
             for i in range(64):
                 one = _byte_classes(data[q + i])
-                for k in range(4):
+                for k in range(6):
                     bad += ((masks[k] >> np.uint64(i)) & np.uint64(1)) != one[k]
         return bad
 

@@ -232,14 +232,18 @@ def _zero_bytes(t):  # bytes of t equal to 0, as bit 7 of each byte (exact: no b
 
 @jitable
 def _byte_classes(x):
-    """(whitespace, space, letter, digit) of one byte, each 0 or 1, as `ascii_masks` classes them."""
+    """(whitespace, space, letter, digit, \\r or \\n, upper-case letter) of one byte, each 0 or 1, as
+    `ascii_masks` classes them."""
     one = np.uint64(1)
     zero = np.uint64(0)
     space = x == 32
     ws = space or 9 <= x <= 13  # \t \n \v \f \r and ' ': \s in ASCII
     letter = 97 <= (x | 32) <= 122
     digit = 48 <= x <= 57
-    return one if ws else zero, one if space else zero, one if letter else zero, one if digit else zero
+    nl = x == 10 or x == 13
+    upper = 65 <= x <= 90
+    return (one if ws else zero, one if space else zero, one if letter else zero, one if digit else zero,
+            one if nl else zero, one if upper else zero)
 
 
 @jitable
@@ -271,10 +275,10 @@ def word_starts(data, q, a, b):
     le = np.uint64(0)
     di = np.uint64(0)
     if q + 64 <= data.shape[0]:  # (the bytes past b are the next piece's: they are masked off below)
-        ws, sp, le, di = ascii_masks(data, q)
+        ws, sp, le, di, _, _ = ascii_masks(data, q)
     else:
         for k in range(b - q):  # (the end of the buffer: b - q < 64)
-            w, s, l, d = _byte_classes(data[q + k])
+            w, s, l, d, _, _ = _byte_classes(data[q + k])
             sh = np.uint64(k)
             ws |= w << sh
             sp |= s << sh
@@ -291,7 +295,7 @@ def word_starts(data, q, a, b):
     pl = np.uint64(0)
     pd = np.uint64(0)
     if q > a:
-        pw, ps, pl, pd = _byte_classes(data[q - 1])
+        pw, ps, pl, pd, _, _ = _byte_classes(data[q - 1])
     nw = np.uint64(1)
     if q + 64 < b:
         nw = _byte_classes(data[q + 64])[0]
@@ -304,22 +308,3 @@ def word_starts(data, q, a, b):
     if q == a:
         st |= np.uint64(1)
     return st
-
-
-@jitable
-def next_start(data, p, a, b, q, st):
-    """(the first pre-token start after p in piece [a, b), or b; q and st updated): `word_starts` bits
-    st of data[q:q + 64] are reused while p moves through those bytes (start a piece with q = a - 128)."""
-    t = p + 1
-    while t < b:
-        if t < q or t >= q + 128:
-            q = t
-            st = word_starts(data, q, a, b)
-        elif t >= q + 64:
-            q += 64
-            st = word_starts(data, q, a, b)
-        bits = st >> np.uint64(t - q)
-        if bits != 0:
-            return t + np.int64(trailing_zeros(bits)), q, st
-        t = q + 64
-    return b, q, st
