@@ -71,6 +71,53 @@ def test_scanner_matches_reference_split(name, text):
     assert _char_spans(text, starts, ends) == [span for _, span in _REF[name].pre_tokenize_str(text)]
 
 
+@pytest.mark.parametrize("name", ["cl100k", "qwen2", "o200k"])
+def test_start_masks_give_the_scanners_words(name):
+    """The cached-words loops' scanner (`scan_block`: 64-byte start masks, `pattern_end` where their
+    rules may not hold) against `pattern_end` alone, word by word: runs of every ASCII class, case
+    changes, digit runs, whitespace runs with CR and LF, '/' after symbols and line ends, and
+    apostrophes and multi-byte characters among them, across block edges and at row ends."""
+    from numbatok._numba import cpu_kernel
+    from numbatok.backends.cpu import BLOCK, _scan_tables, scan_pattern_block
+    from numbatok.pre_tokenizers.patterns import pattern_end
+
+    @cpu_kernel
+    def disagreements(data, offsets, asc, classes, kind, arg, out):
+        rec_flat = np.zeros(4096, np.uint64)  # (the block only prefetches from it)
+        bs = np.empty(BLOCK, np.int64)
+        bm = np.empty(BLOCK, np.int64)
+        bkey = np.empty((BLOCK, 3), np.uint64)
+        bad = 0
+        for r in range(offsets.shape[0] - 1):
+            a, b = offsets[r], offsets[r + 1]
+            p, q, st, sp = a, a - 128, np.uint64(0), a - 1
+            while p < b and out[r] < 0:
+                n, p_next, sp, q, st = scan_pattern_block(data, p, a, b, asc, classes, sp, q, st, rec_flat, 1024, bs,
+                                                          bm, bkey, kind, arg)
+                for t in range(n):
+                    if bs[t] + bm[t] != pattern_end(data, bs[t], b, classes, kind, arg):
+                        bad += 1
+                        out[r] = bs[t]
+                        break
+                p = p_next
+        return bad
+
+    rng = np.random.default_rng(11)
+    pieces = [" ", "  ", "\n", "\n\n", " \n", "\n ", " \n \n", "\t", "\t\n", "\r\n", "\x0b\x0c", "a", "Zq", "word",
+              "Word", "WORD", "wORd", "x" * 70, "X" * 66, "0", "42", "1234567", "1" * 65, ".", ",-", ".\n", "!" * 66, "_",
+              "/", "\n/", "!\n/", "\x00", "\x7f", "@[`{", " a", " 1", " .", "\x1c\x1f", "'s", "'T", " '", "é",
+              " naïve", "日本", "\xa0", "\u3000", "\x85", "\U0001F44D", "ſ"]
+    rows = ["".join(rng.choice(pieces, rng.integers(0, 60))) for _ in range(6000)]
+    rows += [" " * n + "a" + " " * m for n in range(0, 130, 7) for m in range(0, 70, 3)]
+    data = np.frombuffer("".join(rows).encode(), np.uint8)
+    offsets = np.concatenate([[0], np.cumsum([len(r.encode()) for r in rows])]).astype(np.int64)
+    asc = _scan_tables(np.zeros((2, 256), np.uint8).tobytes())[0]
+    kind, arg = SPLIT_PATTERNS[PATTERNS[name]]
+    out = np.full(len(rows), -1, np.int64)
+    bad = disagreements(data, offsets, asc, unicode_tables.load(), kind, arg, out)
+    assert bad == 0, [(rows[r], int(out[r] - offsets[r])) for r in np.flatnonzero(out >= 0)[:3]]
+
+
 @pytest.mark.parametrize("name", NAMES)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batch=st.lists(texts, min_size=1, max_size=6))

@@ -10,14 +10,14 @@ from .._numba import readonly_view as _readonly
 from ..models.bpe import SMALL, merge_byte_long, merge_byte_word
 from ..models.tables import WORDPIECE
 from ..pre_tokenizers import CL100K, GPT2, O200K, SPLIT
-from ..pre_tokenizers.patterns import pattern_end
+from ..pre_tokenizers.patterns import next_start, pattern_end
 from ..kernels.hashing import bytes_lookup
 from ..pre_tokenizers.splitting import REMOVED
 from ..normalizers import chars, passes
 from ..unicode_tables import SPACE
 from ..added_tokens import first_bytes, holds_token, may_start
-from ..pre_tokenizers.byte_level import (A_ADDED, ALL_BITS, ascii_classes, ascii_word, match_end, match_end_inline,
-                                         next_special, next_start)
+from ..pre_tokenizers.byte_level import (A_ADDED, ALL_BITS, RUN_WS, ascii_classes, ascii_word, match_end,
+                                         match_end_inline, next_special)
 from ..normalizers.passes import identity_alignment, is_nf, nf_piece, normalize_piece
 from ..kernels.dedup import distinct_words, word_hashes
 from ..kernels.utf8 import decode, seq_len
@@ -1510,32 +1510,56 @@ def encode_ids_chunks(g_lo, g_hi, group_chunk, text, text_off, pb, pk, row_piece
 
 
 @jitable(inline="always")  # (the cached-words loops' hottest code: inlined where LLVM would not)
-def scan_block(text, p, a, b, asc, classes, sp, q, st, rec_flat, n_slots, bs, bm, bkey, lean):
-    """The next BLOCK words (fewer at the row's end) of a GPT-2-pattern row [a, b) from p, into bs (start),
-    bm (length) and bkey (hash, k0, k1; hash 0: a word the cache never holds), each word's first slot
-    prefetched: 64-byte `word_starts` masks where no apostrophe or byte of 128 and up is near (`sp`, the
-    next such byte), `ascii_word` and `match_end` elsewhere. Returns (words, p, sp, q, st)."""
+def scan_block(text, p, a, b, asc, classes, sp, q, st, rec_flat, n_slots, bs, bm, bkey, lean, kind, arg):
+    """The next BLOCK words (fewer at the row's end) of a row [a, b) of the GPT-2, cl100k or o200k
+    pattern (`kind`, `arg` as in the pre-tokenizer's program) from p, into bs (start), bm (length) and
+    bkey (hash, k0, k1; hash 0: a word the cache never holds), each word's first slot prefetched: 64-byte
+    `next_start` masks where no apostrophe or byte of 128 and up is near (`sp`, the next such byte),
+    `ascii_word` and `match_end` (GPT-2) or `pattern_end` elsewhere. Returns (words, p, sp, q, st)."""
     nt = text.shape[0]
+    gpt2 = kind == GPT2
+    starts = 0 if gpt2 else (2 if kind == O200K else 1)  # (`next_start`'s kind)
+    most = arg if kind == CL100K else 3  # (the most digits in a number)
     n = 0
+    was_fast = False  # (the word before p was read with the masks: the bytes before p are plain ASCII)
     while n < BLOCK and p < b:
         if sp < p:
             sp = next_special(text, p, b)
         fast = sp > p + 2 or sp >= b  # (a special byte at p + 1 or p + 2 is in the word or just after it)
+        x = text[p]
+        # (`pattern_starts` reads the byte before p: not one of 128 and up, nor o200k's '/', which may
+        # end a symbol run's [\r\n/]* and so not join a symbol after it)
+        if fast and not gpt2 and not was_fast and p > a and (text[p - 1] >= 128 or
+                                                             (starts == 2 and text[p - 1] == 47)):
+            fast = False
         e = b
         if fast:
-            e, q, st = next_start(text, p, a, b, q, st)
+            e, q, st = next_start(text, p, a, b, q, st, starts)
             fast = sp > e + 1 or sp >= b
+            if fast and not gpt2:
+                if 48 <= x <= 57:
+                    e = min(e, p + most)
+                elif e < b and (text[e - 1] == 10 or text[e - 1] == 13):
+                    # (a space or tab after \r or \n starts a word unless a later \r or \n in its
+                    # whitespace run takes it too (`\s*[\r\n]+`); o200k's '/' there joins the symbols)
+                    y = text[e]
+                    if y == 32 or y == 9 or y == 11 or y == 12 or (starts == 2 and y == 47):
+                        fast = False
+        was_fast = fast
         k0 = np.uint64(0)
         k1 = np.uint64(0)
         j = 0
         if not fast:
-            e, j, k0, k1 = ascii_word(text, p, b, asc)
-            if e < 0:
-                if lean:  # (a constant: `cached_prefix` inlines `match_end`, the loops that run the model call it)
-                    e = match_end_inline(text, p, a, b, 0, classes)
-                else:
-                    e = match_end(text, p, a, b, 0, classes)
-                j = 0
+            if not gpt2:
+                e = pattern_end(text, p, b, classes, kind, arg)
+            else:
+                e, j, k0, k1 = ascii_word(text, p, b, asc)
+                if e < 0:
+                    if lean:  # (a constant: `cached_prefix` inlines `match_end`, the loops that run the model call it)
+                        e = match_end_inline(text, p, a, b, 0, classes)
+                    else:
+                        e = match_end(text, p, a, b, 0, classes)
+                    j = 0
         m = e - p
         h = np.uint64(0)  # (0: a word the cache never holds)
         # (the two loads written out here, not `pack_key`'s: calling it, warm passes took 1.06-1.17x)
@@ -1566,8 +1590,15 @@ def scan_block(text, p, a, b, asc, classes, sp, q, st, rec_flat, n_slots, bs, bm
     return n, p, sp, q, st
 
 
+@jitable
+def scan_pattern_block(text, p, a, b, asc, classes, sp, q, st, rec_flat, n_slots, bs, bm, bkey, kind, arg):
+    """`scan_block` of a cl100k or o200k row, called (a second inlined copy in one loop made numba's
+    SSA pass warn)."""
+    return scan_block(text, p, a, b, asc, classes, sp, q, st, rec_flat, n_slots, bs, bm, bkey, False, kind, arg)
+
+
 @cpu_kernel(parallel=True)
-def cached_prefix(text, text_off, chunk_row, chunk_cap, asc, first4, at_data, at_off, at_flags,
+def cached_prefix(text, text_off, chunk_row, chunk_cap, pt_kind, asc, first4, at_data, at_off, at_flags,
                   classes, rec, idata, kdata, out, row_ntok, resume, threads):
     """Every chunk of GPT-2-pattern rows (no normalizer, no prefix space), from its start
     until the first word the shared cache does not hold or the first row that may hold an added token;
@@ -1579,6 +1610,7 @@ def cached_prefix(text, text_off, chunk_row, chunk_cap, asc, first4, at_data, at
     the fused loop, whose scanner and model leave it short of registers (a lean loop inside it, tried
     before, was slower)."""
     rec_flat = rec.reshape(rec.shape[0] * 4)
+    gpt2 = pt_kind[1] == GPT2
     n_chunks = chunk_row.shape[0] - 1
     claim = np.zeros(1, np.int64)
     for _t in prange(min(threads, n_chunks)):  # (numba's thread count read in here stops the kernel's caching)
@@ -1604,8 +1636,12 @@ def cached_prefix(text, text_off, chunk_row, chunk_cap, asc, first4, at_data, at
                 sp = a - 1  # the next byte at or after p that `word_starts` cannot judge
                 miss = -1
                 while p < b and miss < 0:
-                    n, p, sp, q, st = scan_block(text, p, a, b, asc, classes, sp, q, st, rec_flat, rec.shape[0], bs, bm,
-                                                 bkey, True)
+                    if gpt2:  # (constants: GPT-2's copy of the inlined scanner leaves the other kinds' code out)
+                        n, p, sp, q, st = scan_block(text, p, a, b, asc, classes, sp, q, st, rec_flat, rec.shape[0],
+                                                     bs, bm, bkey, True, GPT2, 0)
+                    else:
+                        n, p, sp, q, st = scan_pattern_block(text, p, a, b, asc, classes, sp, q, st, rec_flat,
+                                                             rec.shape[0], bs, bm, bkey, pt_kind[1], pt_kind[2])
                     for t in range(n):
                         h, m = bkey[t, 0], bm[t]
                         hit = -1
@@ -1626,15 +1662,17 @@ def cached_prefix(text, text_off, chunk_row, chunk_cap, asc, first4, at_data, at
 
 
 @cpu_kernel(parallel=True)
-def scan_rest(c0, c1, text, text_off, chunk_row, asc, first4, at_data, at_off, at_flags, classes, rec, idata, kdata,
-              out, row_ntok, resume, threads, tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids,
+def scan_rest(c0, c1, text, text_off, chunk_row, pt_kind, asc, first4, at_data, at_off, at_flags, classes, rec, idata,
+              kdata, out, row_ntok, resume, threads, tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids,
               byte_fallback_ids, affix, params, state, lim):
-    """Chunks c0..c1-1 of GPT-2-pattern rows of a byte-level vocabulary, each from where `cached_prefix`
+    """Chunks c0..c1-1 of rows of a byte-level vocabulary (`cached_prefix`'s), each from where `cached_prefix`
     stopped (resume[c]) to its end or to the first row that may hold an added token (resume[c] updated:
     `encode_ids_chunks` takes over there). Its loop, but a word the shared cache lacks runs the model
     here and goes into the shared table at once (`insert_word`), where every thread finds it next.
     Apart from `cached_prefix`, whose warm passes the model's code made 1.04-1.12x slower."""
     rec_flat = rec.reshape(rec.shape[0] * 4)
+    whole_first = (params[3] & 4) != 0
+    gpt2 = pt_kind[1] == GPT2
     n_chunks = c1 - c0
     claim = np.zeros(1, np.int64)
     for _t in prange(min(threads, n_chunks)):
@@ -1663,8 +1701,12 @@ def scan_rest(c0, c1, text, text_off, chunk_row, asc, first4, at_data, at_off, a
                 st = np.uint64(0)
                 sp = a - 1
                 while p < b:
-                    n, p, sp, q, st = scan_block(text, p, a, b, asc, classes, sp, q, st, rec_flat, rec.shape[0], bs, bm,
-                                                 bkey, False)
+                    if gpt2:  # (constants: GPT-2's copy of the inlined scanner leaves the other kinds' code out)
+                        n, p, sp, q, st = scan_block(text, p, a, b, asc, classes, sp, q, st, rec_flat, rec.shape[0],
+                                                     bs, bm, bkey, False, GPT2, 0)
+                    else:
+                        n, p, sp, q, st = scan_pattern_block(text, p, a, b, asc, classes, sp, q, st, rec_flat,
+                                                             rec.shape[0], bs, bm, bkey, pt_kind[1], pt_kind[2])
                     for t in range(n):
                         h, m, ws = bkey[t, 0], bm[t], bs[t]
                         hit = -1
@@ -1681,7 +1723,12 @@ def scan_rest(c0, c1, text, text_off, chunk_row, asc, first4, at_data, at_off, a
                             k = long_word_ids(text, ws, ws + m, np.int64(0), tok_data, tok_offsets, vocab_slots,
                                               merges, byte_pairs, byte_ids, byte_fallback_ids, affix, params, out, pos)
                         else:
-                            if m <= LINEAR_BYTES:
+                            k = 0
+                            if whole_first:  # (ignore_merges: a word that is a token is taken whole)
+                                k = whole_word(text, ws, ws + m, tok_data, tok_offsets, vocab_slots, sym_id)
+                            if k > 0:
+                                pass
+                            elif m <= LINEAR_BYTES:
                                 k = merge_byte_word(text, ws, ws + m, 0, byte_ids, byte_pairs, merges, params[0],
                                                     sym_id, new_buf, 0)
                             else:
@@ -1740,10 +1787,10 @@ def chunk_ids(c, text, text_off, pb, pk, row_piece, normalized, chunk_row, chunk
     rs = resume[c:c + 1]
     rs[0, 0], rs[0, 1], rs[0, 2], rs[0, 3] = cr[0], text_off[cr[0]], cc[0], cc[0]
     if ins and not normalized and not pt_prefix:
-        cached_prefix_serial(text, text_off, cr, cc, asc, first4, at_data, at_off, at_flags, classes, rec, idata,
-                             kdata, out, row_ntok, rs, 1)
+        cached_prefix_serial(text, text_off, cr, cc, pt_kind, asc, first4, at_data, at_off, at_flags, classes, rec,
+                             idata, kdata, out, row_ntok, rs, 1)
     if ins and rs[0, 0] < cr[1]:
-        scan_rest_serial(0, 1, text, text_off, cr, asc, first4, at_data, at_off, at_flags, classes, rec, idata,
+        scan_rest_serial(0, 1, text, text_off, cr, pt_kind, asc, first4, at_data, at_off, at_flags, classes, rec, idata,
                          kdata, out, row_ntok, rs, 1, tok_data, tok_offsets, vocab_slots, merges, byte_pairs,
                          byte_ids, byte_fallback_ids, affix, params, state, lim)
     if rs[0, 0] < cr[1]:
@@ -1901,7 +1948,7 @@ SMALL_CALL = 1 << 18
 # passes over big.txt's paragraphs 0.95x the time (three runs), one 10 MB document 0.89x first and 0.92x
 # warm, the UDHR level (benchmarks/NOTES.md, section 72).
 CHUNKS = 32
-SCAN_REST = True  # `scan_rest` for GPT-2-pattern rows of byte-level vocabularies (off: the fused loop for them too)
+SCAN_REST = True  # `scan_rest` for `cached_prefix`'s rows of byte-level vocabularies (off: the fused loop for them too)
 PREFIX_CALL = 1 << 16
 
 
@@ -2035,56 +2082,60 @@ _PER_CHAR_HEADS = (passes.IDENT, passes.NFD, passes.NFKD)
 _PER_CHAR_OPS = (chars.CLEAN, chars.CJK, chars.STRIP_MN, chars.STRIP_MARK, chars.LOWERCASE)
 
 
-STRICT_CUTS = 2
+NO_CUTS, CUTS, STRICT_CUTS = 0, 1, 2  # (`_segmentable`: rows stay whole, cut at `cut_at`, cut with its `strict`)
 
 
 def _segmentable(tok):
-    """Rows may be cut at `cut_at` boundaries when no added token contains whitespace or strips the
-    space after it, and either: the GPT-2 pattern alone, with no normalizer and no virtual prefix
+    """Rows may be cut at `cut_at` boundaries (CUTS) when no added token contains whitespace or strips
+    the space after it, and either: the GPT-2 pattern alone, with no normalizer and no virtual prefix
     space; or a pre-tokenizer that first splits on whitespace and removes it (BertPreTokenizer,
     Whitespace, WhitespaceSplit) after a normalizer that maps each character on its own and keeps
     a space a space (BertNormalizer, NFD, NFKD, Lowercase, StripAccents); or, at the STRICT_CUTS
-    boundaries, the cl100k or o200k pattern alone with no normalizer. 0 where rows stay whole."""
+    boundaries, the cl100k or o200k pattern alone with no normalizer. NO_CUTS where rows stay whole."""
     pt = tok.spec.pre_tokenizer
     if any(a.rstrip or any(c.isspace() for c in a.content) for a in tok.spec.added_tokens) or pt.prog[0] < 1:
-        return False
+        return NO_CUTS
     if pt.prog[1] == CL100K or pt.prog[1] == O200K:
-        return STRICT_CUTS if tok._norm is None else False
+        return STRICT_CUTS if tok._norm is None else NO_CUTS
     if pt.prog[1] == GPT2:
-        return tok._norm is None and pt.prog[0] == 1 and not pt.add_prefix_space
+        return CUTS if tok._norm is None and pt.prog[0] == 1 and not pt.add_prefix_space else NO_CUTS
     if pt.prog[1] == SPLIT and pt.prog[2] == SPACE | (REMOVED << 8):
-        return tok._norm is None or all(head in _PER_CHAR_HEADS and all(op in _PER_CHAR_OPS for op in ops)
-                                        for head, _, _, ops in tok._norm.plan)
-    return False
+        per_char = tok._norm is None or all(head in _PER_CHAR_HEADS and all(op in _PER_CHAR_OPS for op in ops)
+                                            for head, _, _, ops in tok._norm.plan)
+        return CUTS if per_char else NO_CUTS
+    return NO_CUTS
 
 
 def _ids_consts(tok):
     """What `encode_ids` passes that changes only with the tokenizer's tables: (pre-tokenizer, its
     program, added tokens' arrays, the fused loop's ASCII table, the added tokens' first bytes, the
-    model's arrays, scan, bytewise, from_ids, tab, amap), built once per set of tables (rebuilding it
-    was a fifth of a one-row call). scan: the GPT-2 scanner applies (no normalizer, no prefix space);
-    bytewise: every byte is a symbol and merges are not ignored, so `scan_rest` applies too; from_ids:
-    a run's spans follow from its ids; tab: the small calls' `address_table` (the arrays it points
-    into are kept in the tuple); amap: the normalizer's ASCII map, or None."""
+    model's arrays, lean, ins, from_ids, tab, amap), built once per set of tables (rebuilding it was a
+    fifth of a one-row call). lean: the cached-words loops apply (`cached_prefix`: the GPT-2, cl100k
+    or o200k pattern alone, no normalizer, no prefix space); ins: so does `scan_rest` (every byte a
+    symbol); from_ids: a run's spans follow from its ids; tab: the small calls' `address_table` (the
+    arrays it points into are kept in the tuple); amap: the normalizer's ASCII map, or None."""
     pt = tok.spec.pre_tokenizer
     got = getattr(tok, "_ids_consts", None)
     if got is not None and got[0] is tok._added and got[1] is tok._model and got[2] is pt.prog and \
             got[3] is tok._norm:
         return got[4]
     prog, at, model = pt.prog, tok._added.arrays(), tok._model.arrays()
-    scan = tok._norm is None and prog[0] == 1 and prog[1] == GPT2 and not pt.add_prefix_space
+    alone = tok._norm is None and prog[0] == 1 and not pt.add_prefix_space
+    lean = bool(alone and prog[1] in (GPT2, CL100K, O200K))
     asc, first4 = _scan_tables(at[4].tobytes())
-    if not (scan or (tok._norm is None and prog[0] == 1 and prog[1] in (CL100K, O200K))):
+    if not lean:
         asc = asc[:1]  # (a full table: the fused loop scans rows itself, `encode_ids_chunks`)
     flags = model[8][3]
-    bytewise = bool((flags & 16) != 0 and (flags & 4) == 0)
-    # from_ids: spans follow from the ids (`spans_from_ids`): each token's bytes in order, no affixes
-    from_ids = bool(scan and bytewise and model[8][1] == 0 and model[8][2] == 0)
+    ins = bool(lean and (flags & 16) != 0)
+    # from_ids: spans follow from the ids (`spans_from_ids`, GPT-2's pattern): each token's bytes in
+    # order, merges not ignored, no affixes
+    from_ids = bool(alone and prog[1] == GPT2 and ins and (flags & 4) == 0 and model[8][1] == 0 and
+                    model[8][2] == 0)
     amap = tok._norm.ascii_map() if tok._norm is not None else None
     tab = address_table((prog, tok._classes, asc, first4, *at, *model, tok._model.lead_spaces,
                          tok._model.trail_spaces, _raw_first4(at[4][0].tobytes()),
                          *(amap[:2] if amap is not None else (np.zeros(129, np.int64), np.zeros(1, np.uint8)))))
-    consts = (pt, prog, at, asc, first4, model, bool(scan), bytewise, from_ids, tab, amap)
+    consts = (pt, prog, at, asc, first4, model, lean, ins, from_ids, tab, amap)
     tok._ids_consts = (tok._added, tok._model, prog, tok._norm, consts)
     return consts
 
@@ -2099,8 +2150,8 @@ def _serial_ids(tok, data, offsets, total, pre=_NONE32, post=_NONE32):
     added within the room `open_inserts` reserves (or run uncached while another call adds); every
     row between the template's tokens pre and post."""
     consts = _ids_consts(tok)
-    pt, scan, bytewise, tab, amap = consts[0], consts[6], consts[7], consts[9], consts[10]
-    ins = SCAN_REST and scan and bytewise
+    pt, tab, amap = consts[0], consts[9], consts[10]
+    ins = SCAN_REST and consts[7]
     prefix = pt.add_prefix_space
     cache = tok._word_cache
     rec, idata, kdata, state, lim = cache.open_small(total)
@@ -2177,13 +2228,15 @@ def encode_ids(tok, b, segment=True):
         return _serial_ids(tok, data, offsets, total)
     threads = numba.get_num_threads()
     seg = max(total // (CHUNKS * threads), 1 << 16)
-    if (segment and threads > 1 and total > 2 * seg and int(np.diff(offsets).max()) > 2 * seg
-            and _segmentable(tok)):
-        pieces, orig = segment_rows(data, offsets, seg, _segmentable(tok) == STRICT_CUTS)
+    cuts = NO_CUTS
+    if segment and threads > 1 and total > 2 * seg and int(np.diff(offsets).max()) > 2 * seg:
+        cuts = _segmentable(tok)
+    if cuts != NO_CUTS:
+        pieces, orig = segment_rows(data, offsets, seg, cuts == STRICT_CUTS)
         ids, piece_off = encode_ids(tok, type(b)(data, pieces), segment=False)
         return ids, piece_off[orig]
-    pt, prog, at, asc, first4, model, scan, bytewise = _ids_consts(tok)[:8]
-    ins = SCAN_REST and scan and bytewise
+    pt, prog, at, asc, first4, model, lean, ins = _ids_consts(tok)[:8]
+    ins = SCAN_REST and ins
     if tok._norm is None:
         text, text_off, pb, pk, row_piece = data, offsets, _Z64, _Z32, _Z64
     else:
@@ -2196,11 +2249,11 @@ def encode_ids(tok, b, segment=True):
     row_ntok = np.zeros(n, np.int64)
     # cached words first, once for all the chunks (per wave, it and the next loop each waited on their
     # slowest chunk); not for a small call, where one more launch costs more than the loop saves
-    if scan and len(cache) and total >= PREFIX_CALL:
+    if lean and len(cache) and total >= PREFIX_CALL:
         rec, idata, kdata = cache.snapshot()
         try:
-            cached_prefix(text, text_off, chunk_row, chunk_cap, asc, first4, at[0], at[1], at[3], tok._classes, rec,
-                          idata, kdata, out, row_ntok, resume, threads)
+            cached_prefix(text, text_off, chunk_row, chunk_cap, prog, asc, first4, at[0], at[1], at[3], tok._classes,
+                          rec, idata, kdata, out, row_ntok, resume, threads)
         finally:
             cache.release()
     rate = 1 / 16  # (new words a byte: a first wave's guess, then three quarters of the last wave's)
@@ -2220,7 +2273,7 @@ def encode_ids(tok, b, segment=True):
         n_before = int(state[0])
         try:
             if ins:
-                scan_rest(c0, c1, text, text_off, chunk_row, asc, first4, at[0], at[1], at[3], tok._classes, rec,
+                scan_rest(c0, c1, text, text_off, chunk_row, prog, asc, first4, at[0], at[1], at[3], tok._classes, rec,
                           idata, kdata, out, row_ntok, resume, threads, *model, state, lim)
             if not ins or bytes_left(c0, c1, chunk_row, text_off, resume) >= 0:  # (rows left to the fused loop)
                 encode_ids_chunks(lo, hi, group_chunk, text, text_off, pb, pk, row_piece, tok._norm is not None,

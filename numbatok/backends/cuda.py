@@ -481,7 +481,7 @@ def encode(tok, b, want_spans):
     d32 = m.zeros(1, np.int32)
     rows = offsets
     cuts = cpu._segmentable(tok)
-    if cuts and int(offsets.shape[0]) > 1:
+    if cuts != cpu.NO_CUTS and int(offsets.shape[0]) > 1:
         offsets, orig = _segments(m, data, rows, cuts == cpu.STRICT_CUTS)
     text, text_off, row_word, ws, we, wv, wk, align = _words(tok, t, m, data, offsets)
     nw = int(ws.shape[0])  # (known on the host: no read back from the device)
