@@ -16,8 +16,8 @@ from ..pre_tokenizers.splitting import REMOVED
 from ..normalizers import chars, passes
 from ..unicode_tables import SPACE
 from ..added_tokens import first_bytes, holds_token, may_start
-from ..pre_tokenizers.byte_level import (A_ADDED, ALL_BITS, RUN_WS, ascii_classes, ascii_word, match_end,
-                                         match_end_inline, next_special)
+from ..pre_tokenizers.byte_level import (A_ADDED, ALL_BITS, ascii_classes, ascii_word, match_end, match_end_inline,
+                                         next_special)
 from ..normalizers.passes import identity_alignment, is_nf, nf_piece, normalize_piece
 from ..kernels.dedup import distinct_words, word_hashes
 from ..kernels.utf8 import decode, seq_len

@@ -264,32 +264,37 @@ def next_special(data, p, b):
 
 
 @jitable
+def block_masks(data, q, b):
+    """`ascii_masks` of data[q:q + 64] for a piece ending at b: the bytes from b on as whitespace (no
+    other class), read one at a time where the buffer ends within the 64 bytes."""
+    if q + 64 <= data.shape[0]:  # (the bytes past b are the next piece's: they are masked off below)
+        ws, sp, le, di, nl, up = ascii_masks(data, q)
+    else:
+        ws = sp = le = di = nl = up = np.uint64(0)
+        for k in range(b - q):  # (the end of the buffer: b - q < 64)
+            w, s, l, d, n, u = _byte_classes(data[q + k])
+            sh = np.uint64(k)
+            ws |= w << sh
+            sp |= s << sh
+            le |= l << sh
+            di |= d << sh
+            nl |= n << sh
+            up |= u << sh
+    if q + 64 > b:
+        beyond = ALL_BITS << np.uint64(b - q)
+        keep = ~beyond
+        return ws | beyond, sp & keep, le & keep, di & keep, nl & keep, up & keep
+    return ws, sp, le, di, nl, up
+
+
+@jitable
 def word_starts(data, q, a, b):
     """Bit i set: a pre-token of piece [a, b) starts at q + i, for ASCII without apostrophes around it.
     Within a run of whitespace the last character before a non-space starts one (a space joins the word
     after it, any other character stands alone); a non-space starts one unless a space comes just before it
     or it continues the run (letters, digits, other) of the byte before it. Bytes from b on count as
     whitespace, so that a run of whitespace at the end stays whole."""
-    ws = np.uint64(0)
-    sp = np.uint64(0)
-    le = np.uint64(0)
-    di = np.uint64(0)
-    if q + 64 <= data.shape[0]:  # (the bytes past b are the next piece's: they are masked off below)
-        ws, sp, le, di, _, _ = ascii_masks(data, q)
-    else:
-        for k in range(b - q):  # (the end of the buffer: b - q < 64)
-            w, s, l, d, _, _ = _byte_classes(data[q + k])
-            sh = np.uint64(k)
-            ws |= w << sh
-            sp |= s << sh
-            le |= l << sh
-            di |= d << sh
-    if q + 64 > b:
-        beyond = ALL_BITS << np.uint64(b - q)
-        ws |= beyond
-        sp &= ~beyond
-        le &= ~beyond
-        di &= ~beyond
+    ws, sp, le, di, _, _ = block_masks(data, q, b)
     pw = np.uint64(0)
     ps = np.uint64(0)
     pl = np.uint64(0)

@@ -19,10 +19,10 @@ classes are the reference engine's (`unicode_tables`).
 import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-from .._numba import ascii_masks, jitable
+from .._numba import jitable
 from ..kernels.utf8 import decode
 from ..unicode_tables import LOWERISH, L, N, S, UPPERISH
-from .byte_level import ALL_BITS, _byte_classes, word_starts
+from .byte_level import _byte_classes, block_masks, word_starts
 
 
 _CONTRACTIONS = "'s|'t|'re|'ve|'m|'ll|'d"
@@ -255,27 +255,7 @@ def pattern_starts(data, q, a, b, cased):
     """Bit i set: a pre-token of the cl100k pattern (o200k's when `cased`) in piece [a, b) starts at
     q + i, where the rules above hold. Bytes from b on count as whitespace."""
     one = np.uint64(1)
-    if q + 64 <= data.shape[0]:  # (the bytes past b are the next piece's: they are masked off below)
-        ws, sp, le, di, nl, up = ascii_masks(data, q)
-    else:
-        ws = sp = le = di = nl = up = np.uint64(0)
-        for k in range(b - q):  # (the end of the buffer: b - q < 64)
-            w, s, l, d, n, u = _byte_classes(data[q + k])
-            sh = np.uint64(k)
-            ws |= w << sh
-            sp |= s << sh
-            le |= l << sh
-            di |= d << sh
-            nl |= n << sh
-            up |= u << sh
-    if q + 64 > b:
-        beyond = ALL_BITS << np.uint64(b - q)
-        ws |= beyond
-        sp &= ~beyond
-        le &= ~beyond
-        di &= ~beyond
-        nl &= ~beyond
-        up &= ~beyond
+    ws, sp, le, di, nl, up = block_masks(data, q, b)
     sym = ~(ws | le | di)
     w1, s1, l1, d1, n1, u1, o1 = _one(data, q - 1, a)
     _, s2, _, _, _, _, o2 = _one(data, q - 2, a)
