@@ -1600,12 +1600,12 @@ def scan_pattern_block(text, p, a, b, asc, classes, sp, q, st, rec_flat, n_slots
 @cpu_kernel(parallel=True)
 def cached_prefix(text, text_off, chunk_row, chunk_cap, pt_kind, asc, first4, at_data, at_off, at_flags,
                   classes, rec, idata, kdata, out, row_ntok, resume, threads):
-    """Every chunk of GPT-2-pattern rows (no normalizer, no prefix space), from its start
-    until the first word the shared cache does not hold or the first row that may hold an added token;
-    `scan_rest` (byte-level vocabularies) or `encode_ids_chunks` takes over there (resume[c]: row, byte,
-    next id's position, the row's first id's position). One prange iteration per thread, each taking
-    chunks from one counter (a thread with a static share of the chunks waited at the end for the
-    other's). A warm pass is mostly this loop: the words found with `word_starts` bit masks, keyed
+    """Every chunk of rows of the GPT-2, cl100k or o200k pattern (no normalizer, no prefix space), from
+    its start until the first word the shared cache does not hold or the first row that may hold an
+    added token; `scan_rest` (byte-level vocabularies) or `encode_ids_chunks` takes over there
+    (resume[c]: row, byte, next id's position, the row's first id's position). One prange iteration
+    per thread, each taking chunks from one counter (a thread with a static share of the chunks waited
+    at the end for the other's). A warm pass is mostly this loop: the words found with `next_start` bit masks, keyed
     with two loads, their records prefetched BLOCK at a time, then probed and copied. Kept apart from
     the fused loop, whose scanner and model leave it short of registers (a lean loop inside it, tried
     before, was slower)."""
