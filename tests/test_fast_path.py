@@ -534,6 +534,80 @@ def test_words_added_inside_the_loops_are_the_same_on_two_threads_and_one(monkey
     assert caches[2] == caches[1]
 
 
+@pytest.mark.parametrize("name", ["gpt2", "o200k_base"])
+def test_missing_words_wait_and_are_filled_in_together(name, monkeypatch):
+    """`scan_rest` leaves each missing word room for an id a byte and fills the rooms once MISSES
+    wait, ROWS rows hold them, an added token's row comes or the chunk ends (`fill_misses`): a word
+    met twice among them (its second room filled from the first), words that merge side by side
+    (up to LINEAR_BYTES), longer ones alone, one longer than the scratch in between (written at once),
+    empty rows, and rows of one miss each past ROWS: the reference's ids, cold and warm."""
+    from numbatok.backends import cpu
+    rng = np.random.default_rng(11)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyzéß"))
+
+    def word(lo, hi):
+        return "".join(rng.choice(letters, rng.integers(lo, hi)))
+
+    special = "<|endoftext|>"
+    twice = [word(4, 9) for _ in range(cpu.MISSES)]
+    rows = [" ".join(twice + twice[::-1] + [word(3, 14) for _ in range(3 * cpu.MISSES)])]  # (more than MISSES)
+    rows += [f"the {word(5, 12)} and" for _ in range(2 * cpu.ROWS)] + ["", "", " ".join(["the"] * 40)]
+    rows += [" ".join([word(17, 40), word(3, 8), "q" * (cpu.SCRATCH + 100), word(3, 8)]) for _ in range(8)]
+    rows += [f"{word(3, 8)} {word(3, 8)}", f"x {special} {word(3, 8)}", word(3, 8)]
+    rows = rows * 3  # (chunks of the same rows: the later ones find the words, or run them)
+    runs = []
+    spy = cpu.scan_rest
+    monkeypatch.setattr(cpu, "scan_rest", lambda *a: runs.append(1) or spy(*a))
+    monkeypatch.setattr(cpu, "SERIAL_CALL", 0)
+    monkeypatch.setattr(cpu, "SPLIT_MAX", 0)
+    ref = reference_tok(name)
+    want = [e.ids for e in ref.encode_batch(rows, add_special_tokens=False)]
+    tok = numbatok.Tokenizer.from_pretrained(name, device="cpu")
+    for _ in range(2):
+        assert tok.encode_ragged(rows, add_special_tokens=False).to_list() == want
+    assert runs
+
+
+def test_words_merged_side_by_side_match_one_at_a_time():
+    """`merge_byte_words` (several words' merges interleaved, their table slots prefetched) gives each
+    word the ids `merge_byte_word` gives it alone, for words of 1 to GROUP_ROOM bytes in groups of
+    every size up to 32, with the compact (gpt2) and the full (o200k_base) merge table."""
+    from numbatok._numba import cpu_kernel
+    from numbatok.models.bpe import GROUP_ROOM, merge_byte_word, merge_byte_words
+
+    @cpu_kernel
+    def both(text, ws, wm, g, byte_ids, byte_pairs, merges, n_ids):
+        mflat = merges.reshape(merges.size)
+        sel = np.arange(ws.shape[0])
+        ids, counts = np.empty(ws.shape[0] * GROUP_ROOM, np.int32), np.empty(ws.shape[0], np.int64)
+        rv, pend = np.empty(ws.shape[0] * GROUP_ROOM, np.int64), np.empty(ws.shape[0], np.int64)
+        one, one_rv = np.empty(GROUP_ROOM, np.int32), np.empty(GROUP_ROOM, np.int64)
+        bad = 0
+        for lo in range(0, ws.shape[0], g):
+            n = min(g, ws.shape[0] - lo)
+            merge_byte_words(text, ws, wm, sel[lo:], n, byte_ids, byte_pairs, merges, mflat, n_ids, ids, rv,
+                             counts, pend)
+            for j in range(n):
+                k = merge_byte_word(text, ws[lo + j], ws[lo + j] + wm[lo + j], 0, byte_ids, byte_pairs, merges,
+                                    n_ids, one, one_rv, 0)
+                if k != counts[j] or not (ids[j * GROUP_ROOM:j * GROUP_ROOM + k] == one[:k]).all():
+                    bad += 1
+        return bad
+
+    rng = np.random.default_rng(3)
+    pieces = [" the", "ing", "tion", " qu", "é", "日本", "ab", "zz", " ", "\n", "'s", "123"]
+    words = {"".join(rng.choice(pieces, rng.integers(1, 6))).encode()[:GROUP_ROOM] for _ in range(4000)}
+    words = sorted(words | {bytes([b]) for b in range(256)})
+    text = np.frombuffer(b"".join(words), np.uint8)
+    wm = np.array([len(w) for w in words], np.int64)
+    ws = np.cumsum(wm) - wm
+    for name in ("gpt2", "o200k_base"):
+        m = numbatok.Tokenizer.from_pretrained(name, device="cpu")._model
+        assert m.merges.shape[1] == (4 if name == "gpt2" else 2)
+        for g in (1, 7, 32):
+            assert both(text, ws, wm, g, m.byte_ids, m.byte_pairs, m.merges, m.params[0]) == 0
+
+
 def test_threads_adding_the_same_words_at_once_add_each_once():
     """Every thread adds the same words in the same order, so most inserts race another for the
     same word: each word is in the table once (an adder that meets a slot still being written waits

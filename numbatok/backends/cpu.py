@@ -7,11 +7,11 @@ import numpy as np
 
 from .._numba import cpu_kernel, fetch_add, jitable, pointer, prange, prefetch, readonly
 from .._numba import readonly_view as _readonly
-from ..models.bpe import SMALL, merge_byte_long, merge_byte_word
+from ..models.bpe import GROUP_ROOM, SMALL, merge_byte_long, merge_byte_word, merge_byte_words
 from ..models.tables import WORDPIECE
 from ..pre_tokenizers import CL100K, GPT2, O200K, SPLIT
 from ..pre_tokenizers.patterns import next_start, pattern_end
-from ..kernels.hashing import bytes_lookup
+from ..kernels.hashing import bytes_lookup, bytes_lookup_hashed, fnv1a, same_bytes
 from ..pre_tokenizers.splitting import REMOVED
 from ..normalizers import chars, passes
 from ..unicode_tables import SPACE
@@ -1306,6 +1306,7 @@ BLOCK = 32  # words per block of the fused loop: their table lookups are prefetc
 # join two bytes first (`merge_byte_long`: 0.47-0.71x the scan's time for CJK and the UDHR's 17-32-byte
 # words, 1.2x for English ones, which are few)
 LINEAR_BYTES = 16
+assert LINEAR_BYTES <= GROUP_ROOM  # (`fill_misses` merges the words of up to LINEAR_BYTES in that room)
 SCRATCH = 1024  # model-space bytes of the fused loop's model scratch; a longer word has its own
 
 
@@ -1661,6 +1662,156 @@ def cached_prefix(text, text_off, chunk_row, chunk_cap, pt_kind, asc, first4, at
                 row_ntok[r] = pos - start
 
 
+# A first pass's words the shared cache lacks get room for their worst case (an id a byte) in
+# `scan_rest`'s output, and run the model together once MISSES of them wait (or ROWS rows hold them)
+MISSES = 32
+ROWS = 64
+SEEN = 128  # slots of the waiting misses' table (a word met twice among them runs the model once)
+
+
+@cpu_kernel
+def miss_scratch():
+    """`scan_rest`'s per-thread arrays for misses: (their keys, starts, lengths, places in the output,
+    rows, ids, counts, table of the seen, merge scratch: ranks, counts, words, ids), for the rows
+    that hold them (rows, ids before the misses' shrink, each row's shrink), and their hashes: views
+    of one allocation (a call with a new word makes them, a small one too)."""
+    room = MISSES * GROUP_ROOM
+    buf = np.zeros(11 * MISSES + 2 * room + SEEN + 3 * ROWS + 1, np.int64)
+    mkey = buf[:3 * MISSES].view(np.uint64).reshape(MISSES, 3)
+    p = 3 * MISSES
+    mws, mm, mat, mrow = buf[p:p + MISSES], buf[p + MISSES:p + 2 * MISSES], buf[p + 2 * MISSES:p + 3 * MISSES], \
+        buf[p + 3 * MISSES:p + 4 * MISSES]
+    p += 4 * MISSES
+    mk, pend, sel = buf[p:p + MISSES], buf[p + MISSES:p + 2 * MISSES], buf[p + 2 * MISSES:p + 3 * MISSES]
+    p += 3 * MISSES
+    hv = buf[p:p + MISSES].view(np.uint64)
+    p += MISSES
+    mids, gsym = buf[p:p + room // 2].view(np.int32), buf[p + room // 2:p + room].view(np.int32)
+    p += room
+    rv = buf[p:p + room]
+    p += room
+    seen = buf[p:p + SEEN]
+    p += SEEN
+    rr, rc, shrink = buf[p:p + ROWS], buf[p + ROWS:p + 2 * ROWS], buf[p + 2 * ROWS:p + 3 * ROWS + 1]
+    return mkey, mws, mm, mat, mrow, mids, mk, seen, rv, pend, sel, gsym, rr, rc, shrink, hv
+
+
+@jitable
+def fill_misses(text, miss, nm, nr, carry, pos, rec, rec_flat, idata, kdata, out, row_ntok, model, sym_id, sym_st,
+                nxt, prv, heap, state, lim):
+    """The ids of `scan_rest`'s nm waiting misses (`miss_scratch()`: word j at text[ws[j]:][:m[j]], its
+    room out[at[j]:][:m[j]], in row list entry row[j]), each put in its room and the ids after it moved
+    up over what the room had to spare, and the nr listed rows' row_ntok (row rr[i]: ids rc[i] with
+    the rooms). Returns (pos, carry) with the misses' spare room taken off. A word met twice among the
+    misses runs the model once (`seen`), one that is a token whole where ignore_merges says so is
+    looked up, those of up to LINEAR_BYTES merge together (`merge_byte_words`), longer ones alone.
+    `model`: (tok_data, tok_offsets, vocab_slots, merges, the merges as one array, byte_pairs,
+    byte_ids, byte_fallback_ids, affix, params)."""
+    mkey, mws, mm, mat, mrow, mids, mk, seen, rv, pend, sel, gsym, rr, rc, shrink, hv = miss
+    tok_data, tok_offsets, vocab_slots, merges, mflat, byte_pairs, byte_ids, byte_fallback_ids, affix, params = model
+    whole_first = (params[3] & 4) != 0
+    mask = SEEN - 1
+    g = 0
+    for j in range(nm):
+        m = mm[j]
+        mk[j] = -1  # (ids from the model when written)
+        h = mkey[j, 0]
+        if h != 0:
+            i = np.int64(h >> np.uint64(1)) & mask
+            while seen[i] != 0:
+                o = seen[i] - 1
+                same = mkey[o, 1] == mkey[j, 1] and mkey[o, 2] == mkey[j, 2] if m <= KEY_BYTES else \
+                    same_bytes(text, mws[o], text, mws[j], m)
+                if mkey[o, 0] == h and mm[o] == m and same:
+                    mk[j] = -2 - o  # (the ids of miss o, written before)
+                    break
+                i = (i + 1) & mask
+            if mk[j] != -1:
+                continue
+            seen[i] = j + 1
+    if whole_first:  # (the vocabulary's slot, offset and bytes of each: three loads a word, each waiting on
+        # the last, so each is prefetched for all the misses before the next is read)
+        vmask = vocab_slots.shape[0] - 1
+        for j in range(nm):
+            if mk[j] == -1:
+                hv[j] = fnv1a(text, mws[j], mws[j] + mm[j])
+                prefetch(vocab_slots, np.int64(hv[j] & np.uint64(vmask)))
+        for j in range(nm):
+            if mk[j] == -1:
+                t_id = vocab_slots[np.int64(hv[j] & np.uint64(vmask))]
+                if t_id >= 0:
+                    prefetch(tok_offsets, np.int64(t_id))
+                    pend[j] = t_id
+        for j in range(nm):
+            if mk[j] == -1 and vocab_slots[np.int64(hv[j] & np.uint64(vmask))] >= 0:
+                prefetch(tok_data, tok_offsets[pend[j]])
+    for j in range(nm):
+        if mk[j] != -1:
+            continue
+        m = mm[j]
+        if whole_first:
+            t_id = bytes_lookup_hashed(vocab_slots, tok_data, tok_offsets, hv[j], text, 0, text, mws[j], mws[j] + m)
+            if t_id >= 0:
+                mids[j * GROUP_ROOM] = t_id
+                mk[j] = 1
+                continue
+        if m <= LINEAR_BYTES:
+            sel[g] = j
+            g += 1
+    for j in range(nm):  # (the table of the seen emptied for the next misses)
+        if mkey[j, 0] != 0:
+            i = np.int64(mkey[j, 0] >> np.uint64(1)) & mask
+            while seen[i] != 0:
+                seen[i] = 0
+                i = (i + 1) & mask
+    if g:
+        merge_byte_words(text, mws, mm, sel, g, byte_ids, byte_pairs, merges, mflat, params[0], gsym, rv, pend,
+                         sym_st)
+        for i in range(g):  # (the merged words' ids to their misses' places)
+            j = sel[i]
+            mk[j] = pend[i]
+            for q in range(pend[i]):
+                mids[j * GROUP_ROOM + q] = gsym[i * GROUP_ROOM + q]
+    less = 0  # (spare room so far: where the ids after it move up to)
+    done = mat[0]
+    for j in range(nm):
+        for q in range(done, mat[j]):  # (the ids between the last room and this one)
+            out[q - less] = out[q]
+        at = mat[j] - less
+        m = mm[j]
+        k = mk[j]
+        if k <= -2:  # (a word met before among the misses: its ids, already in place)
+            o = -2 - k
+            k = mk[o]
+            for q in range(k):
+                out[at + q] = out[mat[o] + q]
+        else:
+            if k > 0:
+                for q in range(k):
+                    out[at + q] = mids[j * GROUP_ROOM + q]
+            else:
+                k = merge_byte_long(text, mws[j], mws[j] + m, 0, byte_ids, byte_pairs, merges, params[0], sym_id,
+                                    sym_st, nxt, prv, heap)
+                for q in range(k):
+                    out[at + q] = sym_id[q]
+            if mkey[j, 0] != 0 and k <= MAX_IDS:
+                insert_word(rec, rec_flat, mkey[j, 0], mkey[j, 1], mkey[j, 2], m, mws[j], 0, out, at, k, idata,
+                            kdata, text, state, lim)
+        mk[j] = k
+        mat[j] = at  # (final: a later twin copies from here)
+        shrink[mrow[j]] += m - k
+        done = mat[j] + less + m
+        less += m - k
+    for q in range(done, pos):
+        out[q - less] = out[q]
+    for i in range(nr):
+        row_ntok[rr[i]] = rc[i] - shrink[i]
+        shrink[i] = 0
+    carry -= shrink[nr]
+    shrink[nr] = 0
+    return pos - less, carry
+
+
 @cpu_kernel(parallel=True)
 def scan_rest(c0, c1, text, text_off, chunk_row, pt_kind, asc, first4, at_data, at_off, at_flags, classes, rec, idata,
               kdata, out, row_ntok, resume, threads, tok_data, tok_offsets, vocab_slots, merges, byte_pairs, byte_ids,
@@ -1668,10 +1819,15 @@ def scan_rest(c0, c1, text, text_off, chunk_row, pt_kind, asc, first4, at_data, 
     """Chunks c0..c1-1 of rows of a byte-level vocabulary (`cached_prefix`'s), each from where `cached_prefix`
     stopped (resume[c]) to its end or to the first row that may hold an added token (resume[c] updated:
     `encode_ids_chunks` takes over there). Its loop, but a word the shared cache lacks runs the model
-    here and goes into the shared table at once (`insert_word`), where every thread finds it next.
-    Apart from `cached_prefix`, whose warm passes the model's code made 1.04-1.12x slower."""
+    and goes into the shared table (`insert_word`), where every thread finds it next. Apart from
+    `cached_prefix`, whose warm passes the model's code made 1.04-1.12x slower.
+
+    A missing word gets room for its worst case and waits, the words after it written on, until
+    MISSES wait (or ROWS rows hold them, or the chunk ends): then they run the model together and
+    the ids after each move up (`fill_misses`). Their lookups in the merge table overlap there."""
     rec_flat = rec.reshape(rec.shape[0] * 4)
-    whole_first = (params[3] & 4) != 0
+    model = (tok_data, tok_offsets, vocab_slots, merges, merges.reshape(merges.size), byte_pairs, byte_ids,
+             byte_fallback_ids, affix, params)
     gpt2 = pt_kind[1] == GPT2
     n_chunks = c1 - c0
     claim = np.zeros(1, np.int64)
@@ -1680,23 +1836,30 @@ def scan_rest(c0, c1, text, text_off, chunk_row, pt_kind, asc, first4, at_data, 
         bm = np.empty(BLOCK, np.int64)
         bkey = np.empty((BLOCK, 3), np.uint64)
         w, sym_id, sym_st, sym_en, rank_buf, new_buf, heap, nxt, prv, kbuf = model_scratch(SCRATCH, 8)
+        miss = miss_scratch()
+        mkey, mws, mm, mat, mrow = miss[:5]
+        rr, rc = miss[12:14]
         for _ in range(n_chunks):
             c = c0 + fetch_add(claim, 0, 1)
             if c >= c1:
                 break
             r0, p0, pos, first_id = resume[c, 0], resume[c, 1], resume[c, 2], resume[c, 3]
             resume[c, 0] = chunk_row[c + 1]  # (the whole chunk, unless a row below stops it)
+            carry = pos - first_id  # (the open row's ids so far, with the rooms of its misses)
+            nm = nr = 0
             for r in range(r0, chunk_row[c + 1]):
                 a = text_off[r]
                 b = text_off[r + 1]
                 if holds_token(text, a, b, first4, asc, A_ADDED, at_data, at_off, at_flags):
+                    if nm:
+                        pos, carry = fill_misses(text, miss, nm, nr, carry, pos, rec, rec_flat, idata, kdata, out,
+                                                 row_ntok, model, sym_id, sym_st, nxt, prv, heap, state, lim)
+                        nm = nr = 0
                     resume[c, 0], resume[c, 1], resume[c, 2], resume[c, 3] = r, a, pos, pos
                     break
-                start = pos
                 p = a
                 if r == r0:  # (the row `cached_prefix` stopped in: its words from resume[c, 1] on)
                     p = p0
-                    start = first_id
                 q = a - 128
                 st = np.uint64(0)
                 sp = a - 1
@@ -1717,29 +1880,38 @@ def scan_rest(c0, c1, text, text_off, chunk_row, pt_kind, asc, first4, at_data, 
                         else:
                             hit = probe_long(rec, h, m, text, ws, 0, kdata)
                         if hit >= 0:
-                            pos += copy_ids(rec[hit, 3], idata, out, pos)
-                            continue
-                        if m + 1 > SCRATCH:  # (longer than the scratch: a word with scratch of its own)
+                            k = copy_ids(rec[hit, 3], idata, out, pos)
+                        elif m + 1 <= SCRATCH:  # (room for its worst case: its ids come with the others')
+                            if nm == MISSES:
+                                pos, carry = fill_misses(text, miss, nm, nr, carry, pos, rec, rec_flat, idata, kdata,
+                                                         out, row_ntok, model, sym_id, sym_st, nxt, prv, heap, state,
+                                                         lim)
+                                nm = nr = 0
+                            mkey[nm, 0], mkey[nm, 1], mkey[nm, 2] = h, bkey[t, 1], bkey[t, 2]
+                            mws[nm], mm[nm], mat[nm], mrow[nm] = ws, m, pos, nr
+                            nm += 1
+                            k = m
+                        else:  # (longer than the scratch: a word with scratch of its own)
                             k = long_word_ids(text, ws, ws + m, np.int64(0), tok_data, tok_offsets, vocab_slots,
                                               merges, byte_pairs, byte_ids, byte_fallback_ids, affix, params, out, pos)
-                        else:
-                            k = 0
-                            if whole_first:  # (ignore_merges: a word that is a token is taken whole)
-                                k = whole_word(text, ws, ws + m, tok_data, tok_offsets, vocab_slots, sym_id)
-                            if k > 0:
-                                pass
-                            elif m <= LINEAR_BYTES:
-                                k = merge_byte_word(text, ws, ws + m, 0, byte_ids, byte_pairs, merges, params[0],
-                                                    sym_id, new_buf, 0)
-                            else:
-                                k = merge_byte_long(text, ws, ws + m, 0, byte_ids, byte_pairs, merges, params[0],
-                                                    sym_id, sym_st, nxt, prv, heap)
-                            out[pos:pos + k] = sym_id[:k]
-                        if h != 0 and k <= MAX_IDS:
-                            insert_word(rec, rec_flat, h, bkey[t, 1], bkey[t, 2], m, ws, 0, out, pos, k, idata,
-                                        kdata, text, state, lim)
+                            if h != 0 and k <= MAX_IDS:
+                                insert_word(rec, rec_flat, h, bkey[t, 1], bkey[t, 2], m, ws, 0, out, pos, k, idata,
+                                            kdata, text, state, lim)
                         pos += k
-                row_ntok[r] = pos - start
+                        carry += k
+                if nm and mrow[nm - 1] == nr:  # (the row holds a waiting miss: its count once they are in)
+                    rr[nr], rc[nr] = r, carry
+                    nr += 1
+                    if nr == ROWS:
+                        pos, carry = fill_misses(text, miss, nm, nr, 0, pos, rec, rec_flat, idata, kdata, out,
+                                                 row_ntok, model, sym_id, sym_st, nxt, prv, heap, state, lim)
+                        nm = nr = 0
+                else:
+                    row_ntok[r] = carry
+                carry = 0
+            if nm:
+                fill_misses(text, miss, nm, nr, carry, pos, rec, rec_flat, idata, kdata, out, row_ntok, model,
+                            sym_id, sym_st, nxt, prv, heap, state, lim)
 
 
 cached_prefix_serial = _twin(cached_prefix)

@@ -55,9 +55,23 @@ def bytes_lookup_hashed(slots, tok_data, tok_offsets, h, pre, npre, key, s, e):
 
 
 @jitable
+def _pair_hash(key):
+    return (np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)
+
+
+@jitable
+def pair_home(flat, compact, key):
+    """Index in `flat` (the pair table as one int64 array) of the key's first slot: what to prefetch
+    before `pair_value` (CPU loops that merge several words at once)."""
+    if compact:
+        return np.int64(_pair_hash(key) & np.uint64(flat.shape[0] - 1))
+    return 2 * np.int64(_pair_hash(key) & np.uint64((flat.shape[0] >> 1) - 1))
+
+
+@jitable
 def pair_value(table, key):
     """Value stored for `key` in a pair table, or -1."""
-    h = (np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)
+    h = _pair_hash(key)
     if table.shape[1] == 4:  # compact: four 8-byte records per row
         mask = table.shape[0] * 4 - 1
         i = np.int64(h & np.uint64(mask))
@@ -126,7 +140,7 @@ def _fill_pairs(table, keys, values):
     mask = table.shape[0] - 1
     for j in range(keys.shape[0]):
         key = keys[j]
-        h = (np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)
+        h = _pair_hash(key)
         i = np.int64(h & np.uint64(mask))
         while table[i, 0] >= 0 and table[i, 0] != key:
             i = (i + 1) & mask

@@ -8,8 +8,8 @@ costs milliseconds, not hours.
 """
 import numpy as np
 
-from .._numba import jitable
-from ..kernels.hashing import bytes_lookup, pair_value
+from .._numba import jitable, prefetch
+from ..kernels.hashing import bytes_lookup, pair_home, pair_value
 from ..kernels.utf8 import seq_len
 
 NAME = "BPE"
@@ -222,6 +222,79 @@ def merge_byte_word(data, s, e, virt, byte_ids, byte_pairs, merges, n_ids, sym_i
         if best < n - 1:
             rv[at + best] = _packed_rank(merges, n_ids, sym_id[at + best], sym_id[at + best + 1])
     return n
+
+
+# room per word in `merge_byte_words`' scratch: the longest word it takes (LINEAR_BYTES of the loops)
+GROUP_ROOM = 16
+
+
+@jitable
+def merge_byte_words(data, ws, wm, sel, g, byte_ids, byte_pairs, merges, mflat, n_ids, sym_id, rv, nsym, pend):
+    """`merge_byte_word` of g words at once (CPU loops only): word j is data[ws[u]:ws[u] + wm[u]] for
+    u = sel[j], at most GROUP_ROOM bytes; its ids go to sym_id[j * GROUP_ROOM:], their count to
+    nsym[j]. The words take one merge each in turn, and the merge table's slots for the pairs a merge
+    makes are prefetched (`mflat`: the table as one array) and read at the word's next turn: one
+    word's merges are a chain of lookups each waiting on the last, beyond L2 in a table of 4-17 MB,
+    and side by side they wait together (alone 0.85-1.2 us a word for cl100k and o200k, 0.5-0.55
+    in groups of 16)."""
+    compact = merges.shape[1] == 4
+    for j in range(g):
+        s = ws[sel[j]]
+        n = wm[sel[j]]
+        at = j * GROUP_ROOM
+        prev = data[s]
+        sym_id[at] = byte_ids[prev]
+        for q in range(1, n):
+            c = data[s + q]
+            sym_id[at + q] = byte_ids[c]
+            x = byte_pairs[np.int64(prev) * 256 + c]
+            rv[at + q - 1] = x if x >= 0 else NO_PAIR
+            prev = c
+        nsym[j] = n
+        pend[j] = 0
+    active = g
+    while active > 0:
+        active = 0
+        for j in range(g):
+            n = nsym[j]
+            if n <= 0:  # (done: -count)
+                continue
+            at = j * GROUP_ROOM
+            pd = pend[j]  # (the last merge's place << 2, bit 0: its left pair to read, bit 1: its right)
+            if pd & 1:
+                b = at + (pd >> 2)
+                rv[b - 1] = _packed_rank(merges, n_ids, sym_id[b - 1], sym_id[b])
+            if pd & 2:
+                b = at + (pd >> 2)
+                rv[b] = _packed_rank(merges, n_ids, sym_id[b], sym_id[b + 1])
+            best = 0
+            low = NO_PAIR
+            if n > 1:
+                low = rv[at]
+                for q in range(1, n - 1):
+                    if rv[at + q] < low:  # strictly lower: the leftmost of equal ranks wins
+                        low = rv[at + q]
+                        best = q
+            if low == NO_PAIR:
+                nsym[j] = -n
+                continue
+            sym_id[at + best] = np.int32(low & 0xFFFFFFFF)
+            n -= 1
+            for q in range(best + 1, n):
+                sym_id[at + q] = sym_id[at + q + 1]
+                rv[at + q] = rv[at + q + 1]
+            nsym[j] = n
+            pd = best << 2
+            if best > 0:
+                pd |= 1
+                prefetch(mflat, pair_home(mflat, compact, np.int64(sym_id[at + best - 1]) * n_ids + sym_id[at + best]))
+            if best < n - 1:
+                pd |= 2
+                prefetch(mflat, pair_home(mflat, compact, np.int64(sym_id[at + best]) * n_ids + sym_id[at + best + 1]))
+            pend[j] = pd
+            active += 1
+    for j in range(g):
+        nsym[j] = -nsym[j]
 
 
 @jitable
