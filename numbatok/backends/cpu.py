@@ -1720,9 +1720,9 @@ def fill_misses(text, miss, nm, nr, carry, pos, rec, rec_flat, idata, kdata, out
             i = np.int64(h >> np.uint64(1)) & mask
             while seen[i] != 0:
                 o = seen[i] - 1
-                same = mkey[o, 1] == mkey[j, 1] and mkey[o, 2] == mkey[j, 2] if m <= KEY_BYTES else \
-                    same_bytes(text, mws[o], text, mws[j], m)
-                if mkey[o, 0] == h and mm[o] == m and same:
+                if mkey[o, 0] == h and mm[o] == m and (mkey[o, 1] == mkey[j, 1] and mkey[o, 2] == mkey[j, 2]
+                                                       if m <= KEY_BYTES else
+                                                       same_bytes(text, mws[o], text, mws[j], m)):
                     mk[j] = -2 - o  # (the ids of miss o, written before)
                     break
                 i = (i + 1) & mask
